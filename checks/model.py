@@ -1,0 +1,100 @@
+"""The data a check sees: Fly Machines-shaped events, machine snapshots and looks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+#: Machine states as the Fly Machines API names them.
+MACHINE_STATES = (
+    "created",
+    "starting",
+    "started",
+    "stopping",
+    "stopped",
+    "suspended",
+    "failed",
+    "destroyed",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of a machine's event list; exit fields are set only on ``exit`` events."""
+
+    type: str
+    status: str
+    timestamp: int
+    source: str = "flyd"
+    exit_code: int | None = None
+    oom_killed: bool = False
+    requested_stop: bool = False
+    restarting: bool = False
+    restart_count: int = 0
+
+    @property
+    def is_crash(self) -> bool:
+        """True for an exit the app did not ask for: non-zero code or OOM kill, not requested."""
+        return (
+            self.type == "exit"
+            and not self.requested_stop
+            and (self.oom_killed or (self.exit_code is not None and self.exit_code != 0))
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MachineSnapshot:
+    """A machine as one API read returned it; ``events`` are newest first and capped."""
+
+    id: str
+    state: str
+    image: str
+    events: tuple[Event, ...]
+    at_ms: int
+    #: A monotonic restart counter, where the platform exposes one (None: it does not).
+    restart_counter: int | None = None
+
+    def crashes_since(self, since_ms: int) -> Iterator[Event]:
+        """Crash exits in the visible list at or after ``since_ms``, newest first."""
+        return (e for e in self.events if e.is_crash and e.timestamp >= since_ms)
+
+    def newest_exit(self) -> Event | None:
+        """The newest ``exit`` event still in the list."""
+        return next((e for e in self.events if e.type == "exit"), None)
+
+    @property
+    def gave_up(self) -> bool:
+        """True when the platform stopped restarting after a crash (Fly: restarting=false)."""
+        if self.state not in ("stopped", "failed"):
+            return False
+        newest = self.newest_exit()
+        return newest is not None and newest.is_crash and not newest.restarting
+
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    """The snapshots of a publish's machines taken at one moment (platform ms)."""
+
+    at_ms: int
+    machines: tuple[MachineSnapshot, ...]
+
+    def machine(self, machine_id: str) -> MachineSnapshot | None:
+        """The snapshot of one machine in this look, if it was there."""
+        return next((m for m in self.machines if m.id == machine_id), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Wait this many seconds, take a look, and ask the check again."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The check's decision: the publish may go live (ok) or must fail, and why."""
+
+    ok: bool
+    reason: str
+    machine: str | None = None
+    layer: str = field(default="", compare=False)

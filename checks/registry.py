@@ -1,0 +1,23 @@
+"""The built-in checks by name, and building one from a scenario's [check] options."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from checks.layered import CountCheck, TimestampCheck
+from checks.protocol import Check
+
+BUILTIN_CHECKS: dict[str, type[Any]] = {
+    "count": CountCheck,
+    "timestamp": TimestampCheck,
+}
+
+
+def make_check(name: str, options: Mapping[str, Any]) -> Check:
+    """Build a built-in check, passing only the options its fields declare."""
+    cls = BUILTIN_CHECKS[name]
+    known = {f.name for f in dataclasses.fields(cls)}
+    check: Check = cls(**{k: v for k, v in options.items() if k in known})
+    return check

@@ -1,0 +1,1 @@
+"""The simulated platform: machines, event lists, the publish pipeline, traffic, the CLI."""

@@ -1,0 +1,247 @@
+"""One simulated world: the app's machines, the publish driving one check, reconciler, site."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from checks import Check, Look, Verdict, Wait
+from sim.machine import Image, Machine
+from sim.scenario import Scenario
+from sim.site import DOWN_STATES, Site, SiteTally
+
+# A check that keeps asking for looks without deciding is a broken check, not a slow one.
+MAX_LOOKS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedLook:
+    """A look as the check saw it, plus what the platform hid from it (dropped events)."""
+
+    look: Look
+    dropped: tuple[int, ...]
+
+
+@dataclass
+class RunResult:
+    """What one check concluded in one world, and what that cost the site."""
+
+    check: str
+    seed: int
+    verdict: Verdict | None
+    decided_at_s: float | None
+    rollback: str | None
+    late_failure_at_s: float | None
+    site: SiteTally
+    looks: list[RecordedLook]
+    bad: bool
+    error: str | None = None
+
+    @property
+    def outcome(self) -> str:
+        """caught / missed / passed / false_alarm, against the behaviour's ground truth."""
+        if self.error is not None:
+            return "error"
+        if self.verdict is None:
+            return "undecided"
+        if self.bad:
+            return "missed" if self.verdict.ok else "caught"
+        return "passed" if self.verdict.ok else "false_alarm"
+
+
+@dataclass
+class World:
+    """The simulated platform of one run, before or after it ran."""
+
+    scenario: Scenario
+    seed: int
+    env: simpy.Environment
+    machines: list[Machine]
+    site: Site
+    traffic_rng: random.Random
+    previous: Image | None
+    release: Image
+    publish_at_s: float
+    looks: list[RecordedLook] = field(default_factory=list)
+    verdict: Verdict | None = None
+    decided_at_s: float | None = None
+    rollback: str | None = None
+    late_failure_at_s: float | None = None
+    error: str | None = None
+
+    @property
+    def publish_started_ms(self) -> int:
+        """The platform time at which the publish began."""
+        return self.scenario.platform.epoch_ms + round(self.publish_at_s * 1000)
+
+
+def build(scenario: Scenario, seed: int) -> World:
+    """Lay out the world: machines running the previous release (or nothing), the site."""
+    env = simpy.Environment()
+    root = random.Random(seed)
+    # Child streams drawn in a fixed order: each machine and the traffic get their own,
+    # so a check's actions never shift another part of the world's randomness.
+    machine_rngs = [random.Random(root.getrandbits(64)) for _ in range(scenario.release.machines)]
+    traffic_rng = random.Random(root.getrandbits(64))
+    rules = scenario.platform.rules()
+    previous = (
+        Image(scenario.previous.image, scenario.previous.as_behavior())
+        if scenario.previous is not None
+        else None
+    )
+    release = Image(scenario.release.image, scenario.release.as_behavior())
+    site = Site(env, live="previous" if previous else None)
+    width = len(str(scenario.release.machines))
+    machines = [
+        Machine(env, f"m{i:0{width}d}", rules, rng, on_state=site.machine_changed)
+        for i, rng in enumerate(machine_rngs, start=1)
+    ]
+    return World(
+        scenario, seed, env, machines, site, traffic_rng, previous, release, scenario.publish.at_s
+    )
+
+
+def _look(world: World) -> RecordedLook:
+    snapshots = tuple(m.snapshot() for m in world.machines)
+    return RecordedLook(
+        Look(world.machines[0].now_ms(), snapshots), tuple(m.log.dropped for m in world.machines)
+    )
+
+
+def _previous_release(world: World) -> Generator[simpy.Event, Any, None]:
+    """Launch the previous release at time 0; put it to sleep before the publish if asleep."""
+    if world.previous is None:
+        return
+    for machine in world.machines:
+        machine.launch(world.previous)
+    assert world.scenario.previous is not None
+    if world.scenario.previous.asleep:
+        yield world.env.timeout(world.publish_at_s / 2)
+        for machine in world.machines:
+            machine.sleep()
+
+
+def _publish(world: World, check: Check | None) -> Generator[simpy.Event, Any, None]:
+    env = world.env
+    yield env.timeout(world.publish_at_s)
+    for machine in world.machines:
+        if machine.state == "created":
+            machine.launch(world.release)
+        else:
+            machine.update(world.release)
+    if check is None:
+        return
+    started_ms = world.publish_started_ms
+    looks: list[Look] = []
+    while True:
+        try:
+            step = check.next(started_ms, looks)
+        except Exception as error:  # a user's check may raise anything: it is its outcome
+            world.error = f"check raised {type(error).__name__}: {error}"
+            return
+        if isinstance(step, Verdict):
+            break
+        if not isinstance(step, Wait) or not step.seconds >= 0:
+            world.error = f"check returned {step!r}; expected Wait(seconds >= 0) or Verdict"
+            return
+        if len(looks) >= MAX_LOOKS:
+            world.error = f"check took {MAX_LOOKS} looks without a verdict"
+            return
+        if step.seconds:
+            yield env.timeout(step.seconds)
+        recorded = _look(world)
+        world.looks.append(recorded)
+        looks.append(recorded.look)
+    world.verdict = step
+    world.decided_at_s = env.now - world.publish_at_s
+    if step.ok:
+        world.site.set_live("release")
+        env.process(_reconciler(world))
+        return
+    if world.scenario.publish.rollback == "delete":
+        for machine in world.machines:
+            machine.destroy()
+        world.site.set_live(None)
+        world.rollback = "deleted"
+    elif world.previous is not None:
+        for machine in world.machines:
+            machine.update(world.previous)
+        world.rollback = "restored"
+
+
+def _reconciler(world: World) -> Generator[simpy.Event, Any, None]:
+    """Every interval, fail the live release if a machine is down or crashed since last pass.
+
+    It sees the platform as it is (every crash, uncapped), not through a check's looks.
+    Its passes run on the platform's schedule, not from the moment the release went live.
+    """
+    env = world.env
+    interval = world.scenario.reconciler.interval_s
+    seen = [len(m.crashes) for m in world.machines]
+    while True:
+        yield env.timeout(interval - env.now % interval)
+        crashed = [len(m.crashes) > n for m, n in zip(world.machines, seen, strict=True)]
+        seen = [len(m.crashes) for m in world.machines]
+        if any(crashed) or any(m.state in DOWN_STATES for m in world.machines):
+            world.site.set_live(None)
+            world.late_failure_at_s = env.now - world.publish_at_s
+            return
+
+
+def release_crashes(world: World) -> bool:
+    """Ground truth: did any machine crash while running the new release after the publish?"""
+    ref = world.release.ref
+    return any(
+        t >= world.publish_at_s and image == ref for m in world.machines for t, image in m.crashes
+    )
+
+
+def ground_truth(scenario: Scenario, seed: int) -> bool:
+    """Run the world with no check and no rollback: is the release bad within the horizon?"""
+    world = build(scenario, seed)
+    env = world.env
+    env.process(_previous_release(world))
+    env.process(_publish(world, None))
+    first_crash = env.event()
+
+    def watch(machine: Machine) -> None:
+        # Only the machine that changed can have a new crash: no scan of the whole fleet.
+        if not first_crash.triggered and machine.crashes:
+            t, image = machine.crashes[-1]
+            if image == world.release.ref and t >= world.publish_at_s:
+                first_crash.succeed()
+
+    for machine in world.machines:
+        machine.on_state = watch
+    env.run(until=env.any_of([first_crash, env.timeout(scenario.horizon_s)]))
+    return release_crashes(world)
+
+
+def run(scenario: Scenario, seed: int, check: Check, bad: bool | None = None) -> RunResult:
+    """Run one world with one check to the horizon and classify the outcome."""
+    if bad is None:
+        bad = ground_truth(scenario, seed)
+    world = build(scenario, seed)
+    env = world.env
+    env.process(_previous_release(world))
+    env.process(_publish(world, check))
+    env.run(until=scenario.horizon_s)
+    tally = world.site.tally(
+        world.publish_at_s, scenario.horizon_s, scenario.traffic.rps, world.traffic_rng
+    )
+    return RunResult(
+        check=getattr(check, "name", type(check).__name__),
+        seed=seed,
+        verdict=world.verdict,
+        decided_at_s=world.decided_at_s,
+        rollback=world.rollback,
+        late_failure_at_s=world.late_failure_at_s,
+        site=tally,
+        looks=world.looks,
+        bad=bad,
+        error=world.error,
+    )
