@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,7 +85,7 @@ class World:
     env: simpy.Environment
     machines: list[Machine]
     site: Site
-    traffic_rng: random.Random
+    traffic_seed: int
     previous: Image | None
     release: Image
     publish_at_s: float
@@ -95,6 +95,24 @@ class World:
     rollback: str | None = None
     late_failure_at_s: float | None = None
     error: str | None = None
+    #: Stop simulating once nothing later can change the run's result (off for traces).
+    stop_when_settled: bool = False
+    #: Set when the run itself proved the release bad before it touched the machines.
+    proved_bad: bool = False
+    #: Set once a rollback changed the machines: from then on the run is no oracle.
+    diverged: bool = False
+
+    @property
+    def traffic_rng(self) -> random.Random:
+        """The traffic's own random stream (requests are drawn after the run)."""
+        return random.Random(self.traffic_seed)
+
+    def settle(self) -> None:
+        """Nothing from now on can change the result: end the run here if allowed."""
+        if self.stop_when_settled:
+            stop = self.env.event()
+            stop.callbacks.append(simpy.core.StopSimulation.callback)
+            stop.succeed()
 
     @property
     def publish_started_ms(self) -> int:
@@ -109,7 +127,7 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
     # Child streams drawn in a fixed order: each machine and the traffic get their own,
     # so a check's actions never shift another part of the world's randomness.
     machine_rngs = [random.Random(root.getrandbits(64)) for _ in range(scenario.release.machines)]
-    traffic_rng = random.Random(root.getrandbits(64))
+    traffic_seed = root.getrandbits(64)
     rules = scenario.platform.rules()
     previous = (
         Image(scenario.previous.image, scenario.previous.as_behavior())
@@ -124,7 +142,7 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
         for i, rng in enumerate(machine_rngs, start=1)
     ]
     return World(
-        scenario, seed, env, machines, site, traffic_rng, previous, release, scenario.publish.at_s
+        scenario, seed, env, machines, site, traffic_seed, previous, release, scenario.publish.at_s
     )
 
 
@@ -185,6 +203,9 @@ def _publish(world: World, check: Check | None) -> Generator[simpy.Event, Any, N
         world.site.set_live("release")
         env.process(_reconciler(world))
         return
+    # The rollback changes the machines: what the run saw so far is what the oracle sees.
+    world.proved_bad = release_crashes(world)
+    world.diverged = True
     if world.scenario.publish.rollback == "delete":
         for machine in world.machines:
             machine.destroy()
@@ -194,6 +215,9 @@ def _publish(world: World, check: Check | None) -> Generator[simpy.Event, Any, N
         for machine in world.machines:
             machine.update(world.previous)
         world.rollback = "restored"
+    if world.site.live is None:
+        # Nothing can make a release live again: the site serves 404 to the horizon.
+        world.settle()
 
 
 def _reconciler(world: World) -> Generator[simpy.Event, Any, None]:
@@ -212,6 +236,7 @@ def _reconciler(world: World) -> Generator[simpy.Event, Any, None]:
         if any(crashed) or any(m.state in DOWN_STATES for m in world.machines):
             world.site.set_live(None)
             world.late_failure_at_s = env.now - world.publish_at_s
+            world.settle()
             return
 
 
@@ -259,27 +284,27 @@ def _trace(world: World) -> Trace:
     )
 
 
-def run(
-    scenario: Scenario, seed: int, check: Check, bad: bool | None = None, trace: bool = False
-) -> RunResult:
-    """Run one world with one check to the horizon and classify the outcome.
-
-    ``trace`` keeps every state change and event (uncapped) for timelines; it costs
-    memory, so sweeps leave it off.
-    """
-    if bad is None:
-        bad = ground_truth(scenario, seed)
+def _simulate(scenario: Scenario, seed: int, check: Check, trace: bool) -> World:
     world = build(scenario, seed, trace=trace)
+    world.stop_when_settled = not trace
     env = world.env
     env.process(_previous_release(world))
     env.process(_publish(world, check))
     env.run(until=scenario.horizon_s)
-    tally = world.site.tally(
-        world.publish_at_s, scenario.horizon_s, scenario.traffic.rps, world.traffic_rng
+    if not world.diverged:
+        # No rollback touched the machines: they did what they do with no check at all.
+        world.proved_bad = release_crashes(world)
+    return world
+
+
+def _result(world: World, check: Check, bad: bool, trace: bool) -> RunResult:
+    scenario = world.scenario
+    tally = world.site.tally_seeded(
+        world.publish_at_s, scenario.horizon_s, scenario.traffic.rps, world.traffic_seed
     )
     return RunResult(
         check=getattr(check, "name", type(check).__name__),
-        seed=seed,
+        seed=world.seed,
         verdict=world.verdict,
         decided_at_s=world.decided_at_s,
         rollback=world.rollback,
@@ -290,3 +315,30 @@ def run(
         error=world.error,
         trace=_trace(world) if trace else None,
     )
+
+
+def run(
+    scenario: Scenario, seed: int, check: Check, bad: bool | None = None, trace: bool = False
+) -> RunResult:
+    """Run one world with one check to the horizon and classify the outcome.
+
+    ``trace`` keeps every state change and event (uncapped) for timelines; it costs
+    memory, so sweeps leave it off. Without it a run ends as soon as its result is
+    settled. The ground truth is the oracle's (``ground_truth``) unless the run itself
+    saw the release crash before any rollback, which the oracle would have seen too.
+    """
+    world = _simulate(scenario, seed, check, trace)
+    if bad is None:
+        bad = world.proved_bad or ground_truth(scenario, seed)
+    return _result(world, check, bad, trace)
+
+
+def run_checks(scenario: Scenario, seed: int, checks: Sequence[Check]) -> list[RunResult]:
+    """Every check in the same world (same seed), judged against one ground truth.
+
+    The same results as ``run`` for each check; the oracle runs at most once, and only
+    when no check's run proved the release bad by itself.
+    """
+    worlds = [_simulate(scenario, seed, check, trace=False) for check in checks]
+    bad = any(w.proved_bad for w in worlds) or ground_truth(scenario, seed)
+    return [_result(w, c, bad, trace=False) for w, c in zip(worlds, checks, strict=True)]

@@ -18,6 +18,7 @@ import pytest
 
 from checks import make_check
 from sim import scenario as scenario_mod
+from sim.cli import main
 from sim.compare import compare
 from sim.world import run
 
@@ -126,8 +127,6 @@ def test_trace_matches_unoptimised_core(
 
 def test_cli_json_matches_unoptimised_core(capsys: pytest.CaptureFixture[str]) -> None:
     """`testbed compare sept25-crash-loop --runs 5 --json` prints the bytes it printed before."""
-    from sim.cli import main
-
     path = str(DATA / "sept25-crash-loop.toml")
     assert main(["compare", path, "--runs", "5", "--json"]) == 0
     expected = (DATA / "sept25-runs5.json").read_text(encoding="utf-8")
