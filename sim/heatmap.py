@@ -1,0 +1,88 @@
+"""The miss-region heatmap of a sweep: two axes, one panel per check, colour = miss rate.
+
+Built on matplotlib's object API (``Figure``), never pyplot's global state, so it is
+safe in workers, tests and notebooks alike.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from sim.sweep import Sweep
+
+Row = dict[str, Any]
+
+
+def miss_grid(
+    rows: Iterable[Row], x: str, y: str, check: str
+) -> tuple[list[float], list[float], np.ndarray[Any, np.dtype[np.float64]]]:
+    """Miss rate over the bad worlds of each (x, y) cell; NaN where no world was bad.
+
+    Rows may come straight from a sweep or back from its CSV (values as text); other
+    axes and seeds are pooled into the cell.
+    """
+    missed: dict[tuple[float, float], int] = defaultdict(int)
+    bad: dict[tuple[float, float], int] = defaultdict(int)
+    for row in rows:
+        if row["check"] != check or row["outcome"] not in ("caught", "missed"):
+            continue
+        cell = (float(row[x]), float(row[y]))
+        bad[cell] += 1
+        missed[cell] += row["outcome"] == "missed"
+    xs = sorted({cx for cx, _ in bad})
+    ys = sorted({cy for _, cy in bad})
+    grid = np.full((len(ys), len(xs)), np.nan)
+    col = {v: i for i, v in enumerate(xs)}
+    line = {v: i for i, v in enumerate(ys)}
+    for (cx, cy), n in bad.items():
+        grid[line[cy], col[cx]] = missed[(cx, cy)] / n
+    return xs, ys, grid
+
+
+def _edges(values: Sequence[float]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """Cell edges around sorted centres (uneven spacing, e.g. random samples, allowed)."""
+    centres = np.asarray(values, dtype=np.float64)
+    if len(centres) == 1:
+        return np.array([centres[0] - 0.5, centres[0] + 0.5])
+    middles = (centres[1:] + centres[:-1]) / 2
+    first = centres[0] - (middles[0] - centres[0])
+    last = centres[-1] + (centres[-1] - middles[-1])
+    return np.concatenate([[first], middles, [last]])
+
+
+def heatmap(
+    rows: Sequence[Row], x: str, y: str, checks: Sequence[str] | None = None,
+    title: str | None = None,
+) -> Figure:
+    """A figure with one panel per check: where (x, y) makes the check miss a bad release."""
+    names = list(checks) if checks else list(dict.fromkeys(r["check"] for r in rows))
+    figure = Figure(figsize=(4.2 * len(names) + 1.2, 4.2), layout="constrained")
+    panels = figure.subplots(1, len(names), sharex=True, sharey=True, squeeze=False)[0]
+    mesh = None
+    for panel, name in zip(panels, names, strict=True):
+        xs, ys, grid = miss_grid(rows, x, y, name)
+        panel.set_title(name)
+        panel.set_xlabel(x)
+        panel.set_facecolor("#d9d9d9")  # grey: no bad world in the cell
+        if xs and ys:
+            mesh = panel.pcolormesh(_edges(xs), _edges(ys), grid, cmap="magma_r", vmin=0, vmax=1)
+    panels[0].set_ylabel(y)
+    if mesh is not None:
+        figure.colorbar(mesh, ax=list(panels), label="miss rate (bad releases marked live)")
+    if title:
+        figure.suptitle(title)
+    return figure
+
+
+def save_heatmap(rows: Sequence[Row], sweep: Sweep, path: Path) -> None:
+    """Draw the sweep's heatmap (its [heatmap] axes, else its first two) to ``path``."""
+    x, y = sweep.heatmap or (sweep.keys[0], sweep.keys[1])
+    figure = heatmap(rows, x, y, list(sweep.checks), title=f"{sweep.name}: where checks miss")
+    figure.savefig(path, dpi=110)

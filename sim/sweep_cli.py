@@ -1,0 +1,129 @@
+"""``testbed sweep``: the sweep subcommand, its progress bar and its outputs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from sim.scenario import BadInput
+from sim.sweep import load_sweep, run_sweep, summary_table, write_rows
+
+EXIT_OK, EXIT_INTERRUPTED = 0, 130
+
+
+class _RateColumn(ProgressColumn):
+    """Worlds per second, averaged by rich over the recent past."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("-- worlds/s" if speed is None else f"{speed:,.0f} worlds/s")
+
+
+def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``sweep`` to the ``testbed`` subcommands; its handler returns an exit status."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "sweep",
+        help="run the checks over a grid of settings and seeds",
+        description="Run every chosen check in every world of a sweep (points x seeds): "
+        "one row per point, seed and check; a summary per check on stdout.",
+    )
+    parser.add_argument("sweep", help="a sweep file (.toml), e.g. "
+                        "scenarios/sweeps/crash_period_vs_look_delay.toml")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="local worker processes (default: one per core; 1: no pool)")
+    parser.add_argument("--out", metavar="FILE",
+                        help="rows as .csv or .jsonl, written atomically (default: NAME.csv)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the summary as one JSON object and nothing else")
+    parser.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
+                        help="run on a Dask distributed cluster (needs the 'dask' extra)")
+    parser.add_argument("--heatmap", metavar="FILE.png",
+                        help="also draw the miss-region heatmap of two axes to this file")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(handler=cmd_sweep)
+    return parser
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Run a sweep file; write its rows; print the summary."""
+    sweep = load_sweep(args.sweep)
+    if args.workers is not None and args.workers < 1:
+        raise BadInput(f"--workers: must be at least 1 (got {args.workers})")
+    if args.workers is not None and args.dask:
+        raise BadInput("--workers and --dask: choose one (Dask decides its own workers)")
+    out = Path(args.out or f"{sweep.name}.csv")
+    if out.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
+        raise BadInput(f"--out {out}: the suffix must be .csv, .jsonl or .ndjson")
+    if not out.resolve().parent.is_dir():
+        raise BadInput(f"--out {out}: no such directory {out.parent}")
+    if args.heatmap and len(sweep.axes) < 2:
+        raise BadInput("--heatmap: the sweep needs two axes")
+    errors = Console(stderr=True)
+    progress = Progress(
+        TextColumn(f"[bold]{sweep.name}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
+        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+        console=errors, disable=args.no_progress,
+    )
+    with progress:
+        task = progress.add_task("sweep", total=sweep.units)
+        result = run_sweep(
+            sweep, workers=args.workers, dask=args.dask,
+            progress=lambda units: progress.advance(task, units),
+        )
+    write_rows(out, sweep, result.rows)
+    if args.heatmap:
+        from sim.heatmap import save_heatmap  # noqa: PLC0415 (matplotlib only when asked)
+
+        save_heatmap(result.rows, sweep, Path(args.heatmap))
+    if result.interrupted:
+        errors.print(
+            f"interrupted: kept the {result.units_done} of {sweep.units} worlds that finished "
+            f"({len(result.rows)} rows) in {out}", highlight=False,
+        )
+    elif not args.json:
+        errors.print(f"{len(result.rows)} rows in {out} ({result.elapsed_s:.1f} s)",
+                     highlight=False)
+    if args.json:
+        print(json.dumps(result.summary | {"out": str(out), "wall_s": round(result.elapsed_s, 3)},
+                         separators=(",", ":")))
+    else:
+        print(summary_table(result.summary))
+    return EXIT_INTERRUPTED if result.interrupted else EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sim.sweep_cli SWEEP.toml …``: the subcommand on its own, same contract."""
+    import sys  # noqa: PLC0415
+
+    from sim.cli import EXIT_BAD_INPUT, build_parser  # noqa: PLC0415
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    if "sweep" not in sub.choices:
+        add_sweep_parser(sub)
+    args = parser.parse_args(["sweep", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        code: int = args.handler(args)
+    except BadInput as error:
+        print(f"testbed: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
