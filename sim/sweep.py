@@ -465,7 +465,7 @@ def _run_dask(
             "'platform-simulator-testbed[dask]')"
         ) from None
     try:
-        client = Client(address, timeout="10s", set_as_default=False)
+        client = Client(address, timeout="10s")
     except Exception as error:
         raise BadInput(f"--dask {address}: cannot reach the scheduler ({error})") from None
     futures = []
