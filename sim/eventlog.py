@@ -20,21 +20,21 @@ class EventLog:
         if cap < 1:
             raise ValueError(f"event_log_cap must be at least 1, got {cap}")
         self.cap = cap
-        # Each entry is [Event or None, Record or None]: the record is kept until a look
-        # needs the Event, so a crash loop nobody looks at builds no Event objects.
-        self._events: deque[list[object]] = deque(maxlen=cap)
+        # An entry is an Event or a Record: a record becomes an Event only when a look
+        # reads the list, so a crash loop nobody looks at builds no Event objects.
+        self._events: deque[Event | Record] = deque(maxlen=cap)
         self.appended = 0
         self._view: tuple[Event, ...] = ()
         self._view_at = 0
 
     def append(self, event: Event) -> None:
         """Record an event; the oldest falls off once the list holds ``cap``."""
-        self._events.append([event, None])
+        self._events.append(event)
         self.appended += 1
 
     def record(self, record: Record) -> None:
         """Record an event given as its ``Event`` arguments (built when first read)."""
-        self._events.append([None, record])
+        self._events.append(record)
         self.appended += 1
 
     @property
@@ -45,15 +45,16 @@ class EventLog:
     def newest_first(self) -> tuple[Event, ...]:
         """The visible events as the API returns them: newest first."""
         if self._view_at != self.appended:
-            view = []
-            for entry in reversed(self._events):
-                event = entry[0]
-                if event is None:
-                    event = entry[0] = Event(*entry[1])  # type: ignore[misc]
-                    entry[1] = None
-                view.append(event)
+            events = self._events
+            view = tuple(
+                entry if type(entry) is Event else Event(*entry)  # type: ignore[misc]
+                for entry in reversed(events)
+            )
+            # Keep the Events built, so the next look builds only the newer ones.
+            events.clear()
+            events.extend(reversed(view))
             # The same tuple is handed out until the next event: looks share it.
-            self._view = tuple(view)  # type: ignore[arg-type]
+            self._view = view
             self._view_at = self.appended
         return self._view
 

@@ -131,39 +131,12 @@ class Machine:
         if self.all_events is not None:
             self.all_events.append(event)
 
-    def _exit(
-        self, exit_code: int, oom_killed: bool, restarting: bool, restart_count: int
-    ) -> None:
-        """Record a crash exit: the hot path of a crash loop, so a cheap record."""
-        record: Record = (
-            "exit", "stopped", self.rules.epoch_ms + round(self.env.now * 1000), "flyd",
-            exit_code, oom_killed, False, restarting, restart_count,
-        )
-        if self.all_events is not None:
-            event = Event(*record)
-            self.log.append(event)
-            self.all_events.append(event)
-        else:
-            self.log.record(record)
-
-    def _start(self) -> None:
-        """Record a start (cheaply, see ``_exit``)."""
-        record: Record = (
-            "start", "started", self.rules.epoch_ms + round(self.env.now * 1000), "flyd",
-            None, False, False, False, 0,
-        )
-        if self.all_events is not None:
-            event = Event(*record)
-            self.log.append(event)
-            self.all_events.append(event)
-        else:
-            self.log.record(record)
-
     def _jittered(self, seconds: float) -> float:
         jitter = self.rules.jitter
         return seconds * (1.0 + self.rng.uniform(-jitter, jitter)) if jitter else seconds
 
-    def _run(self, image: Image) -> Generator[simpy.Event, Any, None]:
+    def _run(self, image: Image) -> Generator[simpy.Event, Any, None]:  # noqa: PLR0915 (hot path, inlined)
+        # The simulator's hot path: _set_state, _jittered and the event records inlined.
         rules = self.rules
         behavior = image.behavior
         env = self.env
@@ -171,30 +144,60 @@ class Machine:
         jitter = rules.jitter
         boot_s = behavior.boot_s(rules.boot_s)
         restart_policy = rules.restart_policy
+        epoch_ms = rules.epoch_ms
+        history = self.history
+        all_events = self.all_events
+        log = self.log
         starts = 0
         restarts = 0
         try:
             while True:
                 if self.state != "starting":
                     self._set_state("starting")
-                # Same draw as _jittered, inlined: this loop is the simulator's hot path.
                 boot = boot_s * (1.0 + rng.uniform(-jitter, jitter)) if jitter else boot_s
                 yield env.timeout(boot)
                 starts += 1
-                self._set_state("started")
-                self._start()
+                self.state = "started"
+                if history is not None:
+                    history.append((env.now, "started"))
+                # Read each time: an observer (the oracle) may swap the hook before a run.
+                if self.on_state is not None:
+                    self.on_state(self)
+                record: Record = (
+                    "start", "started", epoch_ms + round(env.now * 1000), "flyd",
+                    None, False, False, False, 0,
+                )
+                if all_events is None:
+                    log.record(record)
+                else:
+                    all_events.append(Event(*record))
+                    log.append(all_events[-1])
                 crash = behavior.crash(starts, rng, jitter)
                 if crash is None:
                     # Stays up until an update, sleep or destroy interrupts it.
                     yield env.event()
                     return
                 yield env.timeout(crash.after_s)
-                self.crashes.append((env.now, image.ref))
+                now = env.now
+                self.crashes.append((now, image.ref))
                 restarting = restart_policy == "always" or (
                     restart_policy == "on-failure" and restarts < rules.max_retries
                 )
-                self._exit(crash.exit_code, crash.oom_killed, restarting, restarts)
-                self._set_state("stopped")
+                record = (
+                    "exit", "stopped", epoch_ms + round(now * 1000), "flyd",
+                    crash.exit_code, crash.oom_killed, False, restarting, restarts,
+                )
+                if all_events is None:
+                    log.record(record)
+                else:
+                    all_events.append(Event(*record))
+                    log.append(all_events[-1])
+                self.state = "stopped"
+                if history is not None:
+                    history.append((now, "stopped"))
+                # Read each time: an observer (the oracle) may swap the hook before a run.
+                if self.on_state is not None:
+                    self.on_state(self)
                 if not restarting:
                     return
                 restarts += 1

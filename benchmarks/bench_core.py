@@ -1,0 +1,174 @@
+"""How fast the simulator core is against bare SimPy, and how a local sweep scales.
+
+Run: ``.venv/bin/python benchmarks/bench_core.py`` (about a minute). Every figure is a
+ratio measured in this one run, the full model and its bare twin interleaved round by
+round and the best round kept, because these machines are shared and noisy.
+
+The bare SimPy model of a world is the least a SimPy program must do to simulate it:
+each machine crash-loops by the scenario's rules (boot, crash, restart delay, the same
+jitter draws, giving up after ``max_retries`` under ``on-failure``) appending tuples to
+a ``deque(maxlen=event_log_cap)``, and one poller copies every deque each
+``look_delay_s`` from the publish to the horizon. Nothing else: no site, no check,
+no pipeline, no reconciler, no traffic, no oracle.
+
+The full model is ``sim.world.run`` with the check, including the ground truth it
+needs (the oracle run when the run itself cannot prove the release bad).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import simpy
+
+from checks import Look, Step, Verdict, Wait, make_check
+from sim import scenario as scenarios
+from sim.scenario import Scenario
+from sim.sweep import load_sweep, run_sweep
+from sim.world import run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bare_world(sc: Scenario, seed: int) -> int:
+    """The bare SimPy twin of a crash-looping world; returns how many looks it took."""
+    env = simpy.Environment()
+    root = random.Random(seed)
+    rngs = [random.Random(root.getrandbits(64)) for _ in range(sc.release.machines)]
+    rules, app = sc.platform, sc.release
+    logs: list[deque[tuple[Any, ...]]] = [deque(maxlen=rules.event_log_cap) for _ in rngs]
+    looks: list[list[tuple[Any, ...]]] = []
+
+    def machine(rng: random.Random, log: deque[tuple[Any, ...]]) -> Generator[Any, Any, None]:
+        yield env.timeout(sc.publish.at_s)
+        jitter = rules.jitter
+        restarts = 0
+        while True:
+            yield env.timeout(rules.boot_s * (1.0 + rng.uniform(-jitter, jitter)))
+            log.append(("start", env.now))
+            yield env.timeout(app.crash_after_s * (1.0 + rng.uniform(-jitter, jitter)))
+            restarting = rules.restart_policy == "always" or (
+                rules.restart_policy == "on-failure" and restarts < rules.max_retries
+            )
+            log.append(("exit", env.now, app.exit_code, restarting, restarts))
+            if not restarting:
+                return
+            restarts += 1
+            yield env.timeout(rules.restart_delay_s)
+
+    def poller() -> Generator[Any, Any, None]:
+        yield env.timeout(sc.publish.at_s)
+        while True:
+            looks.append([tuple(log) for log in logs])
+            yield env.timeout(sc.check.look_delay_s)
+
+    for rng, log in zip(rngs, logs, strict=True):
+        env.process(machine(rng, log))
+    env.process(poller())
+    env.run(until=sc.horizon_s)
+    return len(looks)
+
+
+@dataclass(frozen=True)
+class KeepLooking:
+    """A check that looks every ``look_delay_s`` until ``until_s`` after the publish, then passes.
+
+    The large world needs a check that polls the whole horizon, as the bare poller does;
+    the built-in checks decide within a minute and the run would end early.
+    """
+
+    look_delay_s: float = 10.0
+    until_s: float = 590.0
+    name = "keep-looking"
+
+    def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
+        """Wait one delay after each look until the time is up."""
+        if looks and looks[-1].at_ms - publish_started_ms >= self.until_s * 1000:
+            return Verdict(True, f"{len(looks)} looks")
+        return Wait(self.look_delay_s if looks else 0.0)
+
+
+def interleaved(
+    full: Callable[[int], object], bare: Callable[[int], object], seeds: range, rounds: int
+) -> tuple[float, float]:
+    """Best per-call seconds of each over ``rounds``, alternating who goes first."""
+    best_full = best_bare = float("inf")
+    for r in range(rounds):
+        order = [("full", full), ("bare", bare)]
+        for name, fn in order if r % 2 == 0 else reversed(order):
+            began = time.perf_counter()
+            for seed in seeds:
+                fn(seed)
+            each = (time.perf_counter() - began) / len(seeds)
+            if name == "full":
+                best_full = min(best_full, each)
+            else:
+                best_bare = min(best_bare, each)
+    return best_full, best_bare
+
+
+def bench_sept25() -> None:
+    """The shipped incident world: full model vs bare SimPy, per scenario."""
+    sc = scenarios.load("sept25-crash-loop")
+    check = make_check("count", sc.check.model_dump())
+    full_s, bare_s = interleaved(
+        lambda seed: run(sc, seed, check), lambda seed: bare_world(sc, seed), range(300), 7
+    )
+    print(f"sept25-crash-loop, count check, 300 seeds x 7 rounds (best round):")
+    print(f"  full model   {full_s * 1e6:8.0f} us/scenario = {1 / full_s:,.0f} scenarios/s per core")
+    print(f"  bare SimPy   {bare_s * 1e6:8.0f} us/scenario")
+    print(f"  ratio        {full_s / bare_s:8.2f}x   (goal <= 1.5x)")
+
+
+def bench_large() -> None:
+    """1,000 machines crash-looping for 600 simulated seconds, a check polling them."""
+    sc = scenarios.load(
+        "sept25-crash-loop",
+        ["release.machines=1000", "platform.restart_policy='always'", "horizon_s=630",
+         "reconciler.interval_s=100000"],
+    )
+    check = KeepLooking(sc.check.look_delay_s)
+    result = run(sc, 1, check)
+    assert len(result.looks) >= 59, "the check must poll the whole horizon"
+    full_s, bare_s = interleaved(
+        lambda seed: run(sc, seed, check), lambda seed: bare_world(sc, seed), range(1), 3
+    )
+    print("1,000 machines crash-looping 600 s, a check looking every 10 s (best of 3):")
+    print(f"  full model   {full_s:8.2f} s/scenario")
+    print(f"  bare SimPy   {bare_s:8.2f} s/scenario")
+    print(f"  ratio        {full_s / bare_s:8.2f}x   (goal <= 1.3x)")
+
+
+def bench_sweep() -> None:
+    """The shipped 10,000-point sweep on 1 process, then on 2 local workers."""
+    sweep = load_sweep(ROOT / "scenarios" / "sweeps" / "crash_period_vs_look_delay.toml")
+    one = run_sweep(sweep, workers=1)
+    two = run_sweep(sweep, workers=2)
+    assert one.rows == two.rows
+    print(f"sweep {sweep.name}: {sweep.units:,} worlds x {len(sweep.checks)} checks")
+    print(f"  1 worker     {one.elapsed_s:8.2f} s  ({sweep.units / one.elapsed_s:,.0f} worlds/s)")
+    print(f"  2 workers    {two.elapsed_s:8.2f} s  ({two.tasks} tasks of {two.per_task} worlds)")
+    print(f"  speed-up     {one.elapsed_s / two.elapsed_s:8.2f}x   (goal >= 1.7x)")
+
+
+def main() -> None:
+    """Run the three measurements and print them."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"python {sys.version.split()[0]}, simpy {simpy.__version__}, {cores} cores, "
+          f"load average {load:.2f} at start")
+    bench_sept25()
+    bench_large()
+    bench_sweep()
+
+
+if __name__ == "__main__":
+    main()
