@@ -122,8 +122,9 @@ def bench_sept25() -> None:
     full_s, bare_s = interleaved(
         lambda seed: run(sc, seed, check), lambda seed: bare_world(sc, seed), range(300), 7
     )
-    print(f"sept25-crash-loop, count check, 300 seeds x 7 rounds (best round):")
-    print(f"  full model   {full_s * 1e6:8.0f} us/scenario = {1 / full_s:,.0f} scenarios/s per core")
+    print("sept25-crash-loop, count check, 300 seeds x 7 rounds (best round):")
+    print(f"  full model   {full_s * 1e6:8.0f} us/scenario = "
+          f"{1 / full_s:,.0f} scenarios/s per core")
     print(f"  bare SimPy   {bare_s * 1e6:8.0f} us/scenario")
     print(f"  ratio        {full_s / bare_s:8.2f}x   (goal <= 1.5x)")
 
