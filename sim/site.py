@@ -221,15 +221,19 @@ def _draw(seed: int, rps: float, start_s: float, end_s: float) -> tuple[Times, b
     size = int(expected + 10 * math.sqrt(expected) + 64)
     while True:
         _seed_numpy(seed)
-        gaps = -np.log(1.0 - _NUMPY_MT.random_sample(size)) / rps
-        gaps[0] += start_s
+        times = _NUMPY_MT.random_sample(size)
+        # -log(1.0 - u) / rps and the running sum, in place, in the scalar code's order.
+        np.subtract(1.0, times, out=times)
+        np.log(times, out=times)
+        np.negative(times, out=times)
+        np.divide(times, rps, out=times)
+        times[0] += start_s
         # cumsum adds in order, like the running sum it replaces.
-        times = np.cumsum(gaps)
+        np.cumsum(times, out=times)
         if times[-1] >= end_s:
-            break
+            # The arrivals past end_s stay: the first of them shows none near end_s is lost.
+            return times, False
         size *= 2
-    # The first arrival at or after end_s stays: it shows no arrival near end_s is missing.
-    return times[: int(np.searchsorted(times, end_s, side="left")) + 1], False
 
 
 def _exact_times(seed: int, rps: float, start_s: float, end_s: float) -> Times:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
@@ -10,8 +11,8 @@ from typing import Any
 import simpy
 
 from checks import Check, Event, Look, Verdict, Wait
-from sim.machine import Image, Machine
-from sim.scenario import Scenario
+from sim.machine import Image, Machine, PlatformRules
+from sim.scenario import PlatformTable, PreviousTable, ReleaseTable, Scenario
 from sim.site import DOWN_STATES, Site, SiteTally
 
 # A check that keeps asking for looks without deciding is a broken check, not a slow one.
@@ -120,6 +121,20 @@ class World:
         return self.scenario.platform.epoch_ms + round(self.publish_at_s * 1000)
 
 
+def _parts(scenario: Scenario) -> tuple[PlatformRules, Image | None, Image]:
+    """The immutable pieces a scenario's worlds share, built once per distinct tables."""
+    return _built_parts(scenario.platform, scenario.previous, scenario.release)
+
+
+@functools.lru_cache(maxsize=256)
+def _built_parts(
+    platform: PlatformTable, previous: PreviousTable | None, release: ReleaseTable
+) -> tuple[PlatformRules, Image | None, Image]:
+    # The tables are frozen pydantic models: hashable, and equal when their values are.
+    before = Image(previous.image, previous.as_behavior()) if previous is not None else None
+    return platform.rules(), before, Image(release.image, release.as_behavior())
+
+
 def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
     """Lay out the world: machines running the previous release (or nothing), the site."""
     env = simpy.Environment()
@@ -128,13 +143,7 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
     # so a check's actions never shift another part of the world's randomness.
     machine_rngs = [random.Random(root.getrandbits(64)) for _ in range(scenario.release.machines)]
     traffic_seed = root.getrandbits(64)
-    rules = scenario.platform.rules()
-    previous = (
-        Image(scenario.previous.image, scenario.previous.as_behavior())
-        if scenario.previous is not None
-        else None
-    )
-    release = Image(scenario.release.image, scenario.release.as_behavior())
+    rules, previous, release = _parts(scenario)
     site = Site(env, live="previous" if previous else None)
     width = len(str(scenario.release.machines))
     machines = [
