@@ -25,8 +25,7 @@ demo: $(STAMP_RUN)
 test: $(STAMP_DEV)
 	$(BIN)/ruff check checks sim scenarios tests benchmarks
 	$(BIN)/mypy
-	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest
-	$(BIN)/python -m pytest --nbmake notebooks -p no:randomly
+	HYPOTHESIS_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest --nbmake tests notebooks
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check checks sim scenarios tests benchmarks

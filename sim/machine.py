@@ -47,6 +47,7 @@ class Machine:
         machine_id: str,
         rules: PlatformRules,
         rng: random.Random,
+        *,
         on_state: Callable[[Machine], None] | None = None,
         trace: bool = False,
     ) -> None:
