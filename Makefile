@@ -23,12 +23,12 @@ demo: $(STAMP_RUN)
 	$(BIN)/testbed compare sept25-crash-loop
 
 test: $(STAMP_DEV)
-	$(BIN)/ruff check checks sim scenarios tests benchmarks
+	$(BIN)/ruff check .
 	$(BIN)/mypy
 	HYPOTHESIS_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest --nbmake tests notebooks
 
 lint: $(STAMP_DEV)
-	$(BIN)/ruff check checks sim scenarios tests benchmarks
+	$(BIN)/ruff check .
 
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy
