@@ -95,6 +95,9 @@ class World:
             f"{len(self.pre)} events before the publish, {crashes} crashes in {span} ms after)"
         )
 
+    def _repr_pretty_(self, printer, cycle) -> None:  # hypothesis prints dataclasses field by field
+        printer.text(repr(self))
+
     @property
     def events(self) -> list[Event]:
         return [*self.pre, *self.post]
