@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
+from sim.scenario import BadInput
 from sim.timeline import CLEAN, CRASH, OOM, STOP, Lane, Timeline, Window, from_result
 from sim.world import RunResult
 
@@ -48,6 +50,10 @@ MARKS: dict[str, tuple[str, str, float, str]] = {
 SITE_COLOURS = {"served": "#c7e9c0", "bad_gateway": "#fdae6b", "not_found": "#ef3b2c"}
 SITE_LABELS = {"served": "site: served", "bad_gateway": "site: 502", "not_found": "site: 404"}
 CHECK_COLOURS = ("#3f007d", "#08589e", "#7f2704", "#00441b", "#67000d")
+ROLLBACK_LABELS = {
+    "restored": "previous image restored",
+    "deleted": "machines deleted, nothing left to serve",
+}
 PASS_COLOUR, FAIL_COLOUR = "#238b45", "#cb181d"
 
 HEADER_H = 1.7  # data units above the first lane for look labels and the verdict
@@ -61,7 +67,7 @@ def _nice_step(span: float, ticks: int) -> float:
     """A 1-2-5 step giving about ``ticks`` ticks over ``span``."""
     raw = max(span / ticks, 1e-9)
     power = 10 ** math.floor(math.log10(raw))
-    return next((m * power for m in (1, 2, 5, 10) if m * power >= raw), 10 * power)
+    return float(next((m * power for m in (1, 2, 5, 10) if m * power >= raw), 10 * power))
 
 class Focus:
     """The x range of a timeline: linear detail around the publish, then a compressed tail.
@@ -114,7 +120,7 @@ class Focus:
         if self.squeeze < 1:
             ax.axvline(self.split_s, color="#969696", linewidth=0.8, linestyle=(0, (1, 3)),
                        gid="focus-split")
-            ax.text(self.split_s, 1.0, f" time ×{1 / self.squeeze:.0f} compressed →",
+            ax.text(self.split_s, 1.0, f" time compressed {1 / self.squeeze:.0f}:1 →",
                     transform=ax.get_xaxis_transform(), fontsize=7, color="#737373",
                     ha="left", va="bottom")
 
@@ -136,16 +142,13 @@ def _check_colour(index: int) -> str:
 def _draw_lane(ax: Axes, lane: Lane, top: float, colour: str, focus: Focus) -> None:
     bars = [(i.start_s, i.end_s - i.start_s) for i in lane.intervals]
     colours = [STATE_COLOURS.get((i.state, i.image), "#ffffff") for i in lane.intervals]
-    hatches = ["////" if i.state == "destroyed" else "" for i in lane.intervals]
-    collection = ax.broken_barh(bars, (top + BAR_TOP, BAR_H), facecolors=colours,
+    ax.broken_barh(bars, (top + BAR_TOP, BAR_H), facecolors=colours,
                                 edgecolor="none", gid=f"lane:{lane.machine}")
-    collection.set_hatch(None)
-    if any(hatches):
-        for interval in lane.intervals:
-            if interval.state == "destroyed":
-                ax.add_patch(Rectangle((interval.start_s, top + BAR_TOP),
-                                       interval.end_s - interval.start_s, BAR_H, fill=False,
-                                       hatch="////", edgecolor="#bdbdbd", linewidth=0))
+    for interval in lane.intervals:
+        if interval.state == "destroyed":
+            ax.add_patch(Rectangle((interval.start_s, top + BAR_TOP),
+                                   interval.end_s - interval.start_s, BAR_H, fill=False,
+                                   hatch="////", edgecolor="#bdbdbd", linewidth=0))
     centre = top + BAR_TOP + BAR_H / 2
     kinds = dict.fromkeys(m.kind for m in lane.marks)
     for kind in kinds:
@@ -229,7 +232,7 @@ def _draw_moments(ax: Axes, timeline: Timeline, colour: str) -> None:
         text = f" {timeline.check}: {'PASS' if verdict.ok else 'FAIL'} at {at_s:+.1f} s"
         text += f" → {timeline.outcome.replace('_', ' ').upper()}"
         if timeline.rollback:
-            text += f"\n rollback: previous image {timeline.rollback}"
+            text += f"\n rollback: {ROLLBACK_LABELS.get(timeline.rollback, timeline.rollback)}"
         ax.text(at_s, 0.995, text, transform=header, ha="left", va="top", fontsize=8.5,
                 color=verdict_colour, fontweight="bold", gid="verdict-label", zorder=6,
                 bbox={"facecolor": "white", "edgecolor": verdict_colour, "pad": 2,
@@ -299,8 +302,7 @@ def _panel_height(timeline: Timeline) -> float:
     return 0.55 * (HEADER_H + site_top + SITE_H) + 0.9
 
 def _new_figure(width: float, height: float) -> Figure:
-    figure = Figure(figsize=(width, height), layout="constrained")
-    return figure
+    return Figure(figsize=(width, height), layout="constrained")
 
 def crash_timeline(
     result: RunResult,
@@ -323,7 +325,7 @@ def crash_timeline(
                  fontsize=10, fontweight="bold")
     if legend:
         ax.legend(handles=legend_handles(colour), loc="upper center", ncol=6, fontsize=7.5,
-                  bbox_to_anchor=(0.5, -0.25), frameon=False)
+                  bbox_to_anchor=(0.5, -0.2), frameon=False)
     return ax
 
 def compare_timelines(scenario: Any, results: Sequence[RunResult]) -> Figure:
@@ -355,3 +357,21 @@ def compare_timelines(scenario: Any, results: Sequence[RunResult]) -> Figure:
     figure.legend(handles=legend_handles(_check_colour(0)), loc="outside lower center", ncol=6,
                   fontsize=7.5, frameon=False)
     return figure
+
+
+def save_timeline(path: str | Path, scenario: Any, results: Sequence[RunResult]) -> Path:
+    """Write ``compare_timelines`` to ``path`` (format from its suffix); BadInput if it can't."""
+    target = Path(path)
+    figure = compare_timelines(scenario, results)
+    formats = figure.canvas.get_supported_filetypes()
+    suffix = target.suffix.lstrip(".").lower()
+    if suffix not in formats:
+        raise BadInput(
+            f"--timeline {path}: unknown image format {suffix!r} (use one of: "
+            f"{', '.join(sorted(formats))})"
+        )
+    try:
+        figure.savefig(target, dpi=110)
+    except OSError as error:
+        raise BadInput(f"--timeline {path}: cannot write ({error.strerror or error})") from None
+    return target

@@ -1,4 +1,4 @@
-"""A traced run laid out for a timeline: lanes, marks and look windows, in seconds after the publish.
+"""A traced run laid out for a timeline: lanes, marks, look windows; seconds after the publish.
 
 Pure data derived from a ``RunResult`` with a trace; ``sim.plot`` only draws it.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from checks import Event, Verdict
 from sim.world import RecordedLook, RunResult, Trace
@@ -142,9 +143,8 @@ def _intervals(
     changes: Sequence[tuple[float, str]], end_s: float, rollback: str | None,
     decided_at_s: float | None,
 ) -> tuple[Interval, ...]:
-    bounds = [*changes, (end_s, "")]
     out = []
-    for (start, state), (end, _) in zip(bounds, bounds[1:], strict=False):
+    for (start, state), (end, _) in pairwise([*changes, (end_s, "")]):
         if end > start:
             image = "" if state in ("created", "destroyed") else _image_at(
                 start, rollback, decided_at_s
@@ -154,8 +154,13 @@ def _intervals(
 
 
 def _windows(
-    machine_index: int, machine_id: str, trace_events: Sequence[Event], looks: Sequence[RecordedLook],
-    publish_ms: int, max_rows: int,
+    machine_index: int,
+    machine_id: str,
+    trace_events: Sequence[Event],
+    looks: Sequence[RecordedLook],
+    *,
+    publish_ms: int,
+    max_rows: int,
 ) -> tuple[tuple[Window, ...], int]:
     """Each look's window on one machine, and how many rows they take on the lane."""
     windows = []
@@ -191,14 +196,15 @@ def from_result(result: RunResult, max_rows: int = 4) -> Timeline:
         changes = [(t - trace.publish_at_s, state) for t, state in machine.states]
         marks, gave_up = _marks(machine.events, publish_ms)
         windows, rows = _windows(
-            index, machine.id, machine.events, result.looks, publish_ms, max_rows
+            index, machine.id, machine.events, result.looks, publish_ms=publish_ms,
+            max_rows=max_rows,
         )
         intervals = _intervals(changes, end_s, result.rollback, result.decided_at_s)
         lanes.append(Lane(machine.id, intervals, marks, windows, gave_up, rows))
     site_bounds = [(t - trace.publish_at_s, outcome) for t, outcome in trace.site]
     site = tuple(
         Interval(a, b, outcome, "")
-        for (a, outcome), (b, _) in zip(site_bounds, [*site_bounds[1:], (end_s, "")], strict=True)
+        for (a, outcome), (b, _) in pairwise([*site_bounds, (end_s, "")])
         if b > a
     )
     return Timeline(
