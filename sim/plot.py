@@ -9,6 +9,7 @@ reader may want to find carries a ``gid`` (``lane:<machine>``, ``look:<n>``,
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,7 @@ ROLLBACK_LABELS = {
 }
 PASS_COLOUR, FAIL_COLOUR = "#238b45", "#cb181d"
 
-HEADER_H = 1.7  # data units above the first lane for look labels and the verdict
+HEADER_H = 1.35  # data units above the first lane for look labels and the verdict
 BAR_TOP, BAR_H = 0.1, 0.4
 ROW_TOP, ROW_H, ROW_GAP = 0.62, 0.24, 0.04
 LANE_GAP = 0.25
@@ -86,12 +87,13 @@ class Focus:
         self.squeeze = 1.0 if tail <= wanted else wanted / tail
 
     @classmethod
-    def around(cls, timelines: Sequence[Timeline]) -> Focus:
-        """From a few seconds before the publish to just after the last thing that happened."""
+    def around(cls, timelines: Sequence[Timeline], before_s: float = BEFORE_PUBLISH_S) -> Focus:
+        """From ``before_s`` before the publish to just after the last thing that happened."""
         last = max(t.last_moment_s for t in timelines)
         split = max(last + max(3.0, 0.12 * last), 15.0)
         end = max(t.end_s for t in timelines)
-        return cls(-BEFORE_PUBLISH_S, min(split, end), end)
+        start = max(-before_s, min(t.start_s for t in timelines))
+        return cls(start, min(split, end), end)
 
     def forward(self, x: Any) -> Any:
         """Data seconds to axis units."""
@@ -113,6 +115,14 @@ class Focus:
             ticks += list(np.arange(first, self.end_s + 1e-9, tail_step))
         return [float(t) for t in ticks]
 
+    def label(self) -> str:
+        """The x-axis label, saying where the tail is compressed."""
+        text = "seconds after the publish began (simulated)"
+        if self.squeeze < 1:
+            text += (f"; after {self.split_s:+.0f} s the axis is compressed"
+                     f" {1 / self.squeeze:.0f}:1 (dotted line)")
+        return text
+
     def apply(self, ax: Axes) -> None:
         """Set the scale, limits and ticks of ``ax``; mark where the tail is compressed."""
         ax.set_xscale("function", functions=(self.forward, self.inverse))
@@ -122,9 +132,7 @@ class Focus:
         if self.squeeze < 1:
             ax.axvline(self.split_s, color="#969696", linewidth=0.8, linestyle=(0, (1, 3)),
                        gid="focus-split")
-            ax.text(self.split_s, 1.0, f" time compressed {1 / self.squeeze:.0f}:1 →",
-                    transform=ax.get_xaxis_transform(), fontsize=7, color="#737373",
-                    ha="left", va="bottom")
+
 
 def _format_s(x: float, _pos: int | None = None) -> str:
     return "0" if abs(x) < 1e-9 else f"{x:+g}"
@@ -224,7 +232,7 @@ def _draw_moments(ax: Axes, timeline: Timeline, colour: str) -> None:
         ax.axvline(at_s, color=colour, linewidth=0.9, linestyle=(0, (4, 2)), alpha=0.9,
                    gid=f"look:{number}", zorder=2)
         ax.text(at_s, -0.05, f"{timeline.check} L{number}", rotation=90,
-                ha="center", va="bottom", fontsize=6.5, color=colour, gid=f"look-label:{number}",
+                ha="right", va="bottom", fontsize=6.5, color=colour, gid=f"look-label:{number}",
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.8})
     verdict = timeline.verdict
     if verdict is not None and timeline.decided_at_s is not None:
@@ -258,7 +266,7 @@ def _draw(ax: Axes, timeline: Timeline, focus: Focus, colour: str) -> None:
     ax.set_yticks([top + BAR_TOP + BAR_H / 2 for top in tops] + [site_top + 0.05 + SITE_H / 2],
                   [lane.machine for lane in timeline.lanes] + ["site"])
     ax.tick_params(axis="y", length=0)
-    ax.set_xlabel("seconds after the publish began (simulated)")
+    ax.set_xlabel(focus.label())
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
     ax.grid(axis="x", color="#f0f0f0", linewidth=0.8)
@@ -312,15 +320,19 @@ def crash_timeline(
     *,
     scenario: str | None = None,
     focus: Focus | None = None,
+    before_s: float = BEFORE_PUBLISH_S,
     colour: str = CHECK_COLOURS[0],
     legend: bool = True,
 ) -> Axes:
-    """Draw one traced run (``run(..., trace=True)``) on ``ax`` (a new figure if None)."""
+    """Draw one traced run (``run(..., trace=True)``) on ``ax`` (a new figure if None).
+
+    The x axis runs from ``before_s`` before the publish (or ``focus``, to share one).
+    """
     timeline = from_result(result)
     if ax is None:
         extra = 1.6 if legend else 0.0
         ax = _new_figure(13, _panel_height(timeline) + extra).add_subplot()
-    focus = focus or Focus.around([timeline])
+    focus = focus or Focus.around([timeline], before_s)
     _draw(ax, timeline, focus, colour)
     where = f"{scenario} · " if scenario else ""
     ax.set_title(f"{where}seed {timeline.seed} · check: {timeline.check}", loc="left",
@@ -330,16 +342,19 @@ def crash_timeline(
                   bbox_to_anchor=(0.5, -0.2), frameon=False)
     return ax
 
-def compare_timelines(scenario: Any, results: Sequence[RunResult]) -> Figure:
+def compare_timelines(
+    scenario: Any, results: Sequence[RunResult], before_s: float = BEFORE_PUBLISH_S
+) -> Figure:
     """One panel per check's traced run of the same world, on a shared time axis.
 
-    ``scenario`` is a ``Scenario`` or its name, for the title.
+    ``scenario`` is a ``Scenario`` or its name, for the title; the axis starts ``before_s``
+    before the publish.
     """
     if not results:
         raise ValueError("compare_timelines needs at least one traced run")
     name = getattr(scenario, "name", str(scenario))
     timelines = [from_result(r) for r in results]
-    focus = Focus.around(timelines)
+    focus = Focus.around(timelines, before_s)
     heights = [_panel_height(t) for t in timelines]
     figure = _new_figure(13, sum(heights) + 2.3)
     axes = figure.subplots(len(results), 1, sharex=True, squeeze=False,
@@ -350,6 +365,9 @@ def compare_timelines(scenario: Any, results: Sequence[RunResult]) -> Figure:
         said = "no verdict" if verdict is None else ("PASS" if verdict.ok else "FAIL")
         ax.set_title(f"check: {result.check} — {said}, outcome {result.outcome}", loc="left",
                      fontsize=10, fontweight="bold")
+        if verdict is not None:
+            ax.set_title(textwrap.shorten(verdict.reason, 150, placeholder=" …"), loc="right",
+                         fontsize=8, style="italic", color="#525252")
         if index < len(results) - 1:
             ax.set_xlabel("")
     seeds = sorted({r.seed for r in results})
