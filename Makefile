@@ -31,9 +31,11 @@ test: $(STAMP_DEV)
 	$(BIN)/python -m pytest --nbmake notebooks -p no:randomly
 
 # JupyterLab is not part of the test run: it comes with the `notebooks` extra.
+# Extra options go through LAB_ARGS, e.g. make notebooks LAB_ARGS="--no-browser --port 8899".
+LAB_ARGS ?=
 notebooks: $(STAMP_DEV)
 	$(BIN)/python -m pip install --quiet -e '.[dev,notebooks]'
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $(LAB_ARGS)
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check checks sim scenarios tests benchmarks
