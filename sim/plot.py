@@ -65,12 +65,16 @@ ROW_TOP, ROW_H, ROW_GAP = 0.62, 0.24, 0.04
 LANE_GAP = 0.25
 SITE_H = 0.45
 BEFORE_PUBLISH_S = 5.0
+# Beyond this many machines a figure stops being readable: the rest are counted, not drawn.
+MAX_LANES = 12
+
 
 def _nice_step(span: float, ticks: int) -> float:
     """A 1-2-5 step giving about ``ticks`` ticks over ``span``."""
     raw = max(span / ticks, 1e-9)
     power = 10 ** math.floor(math.log10(raw))
     return float(next((m * power for m in (1, 2, 5, 10) if m * power >= raw), 10 * power))
+
 
 class Focus:
     """The x range of a timeline: linear detail around the publish, then a compressed tail.
@@ -137,6 +141,7 @@ class Focus:
 def _format_s(x: float, _pos: int | None = None) -> str:
     return "0" if abs(x) < 1e-9 else f"{x:+g}"
 
+
 def _lane_layout(lanes: Sequence[Lane]) -> tuple[list[float], float]:
     """The top y of each machine lane, and the top of the site lane."""
     tops = []
@@ -146,8 +151,10 @@ def _lane_layout(lanes: Sequence[Lane]) -> tuple[list[float], float]:
         y += ROW_TOP + lane.rows * ROW_H + LANE_GAP
     return tops, y
 
+
 def _check_colour(index: int) -> str:
     return CHECK_COLOURS[index % len(CHECK_COLOURS)]
+
 
 def _draw_lane(ax: Axes, lane: Lane, top: float, colour: str, focus: Focus) -> None:
     bars = [(i.start_s, i.end_s - i.start_s) for i in lane.intervals]
@@ -176,6 +183,7 @@ def _draw_lane(ax: Axes, lane: Lane, top: float, colour: str, focus: Focus) -> N
                     va="top", gid=f"gave-up-label:{lane.machine}")
     for window in lane.windows:
         _draw_window(ax, window, top, colour, focus)
+
 
 def _draw_window(ax: Axes, window: Window, top: float, colour: str, focus: Focus) -> None:
     """The list one look saw: a shaded span over the kept events, ghosts for the dropped."""
@@ -223,6 +231,7 @@ def _draw_site(ax: Axes, timeline: Timeline, top: float, focus: Focus) -> None:
                 ha="center", va="center", fontsize=8, color="white", fontweight="bold",
                 gid="site-404-label", clip_on=True)
 
+
 def _draw_moments(ax: Axes, timeline: Timeline, colour: str) -> None:
     header = ax.get_xaxis_transform()
     ax.axvline(0.0, color="#000000", linewidth=1.2, gid="publish")
@@ -255,22 +264,29 @@ def _draw_moments(ax: Axes, timeline: Timeline, colour: str) -> None:
                 fontweight="bold", gid="late-failure-label",
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
 
-def _draw(ax: Axes, timeline: Timeline, focus: Focus, colour: str) -> None:
-    tops, site_top = _lane_layout(timeline.lanes)
-    for lane, top in zip(timeline.lanes, tops, strict=True):
+
+def _draw(ax: Axes, timeline: Timeline, focus: Focus, colour: str, max_lanes: int) -> None:
+    lanes = timeline.lanes[:max_lanes]
+    tops, site_top = _lane_layout(lanes)
+    for lane, top in zip(lanes, tops, strict=True):
         _draw_lane(ax, lane, top, colour, focus)
+    if hidden := len(timeline.lanes) - len(lanes):
+        ax.text(0.0, site_top - LANE_GAP / 2, f"… and {hidden} more machine(s), not drawn",
+                transform=ax.get_yaxis_transform(), fontsize=8, va="center", ha="left",
+                color="#525252", gid="lanes-hidden")
     _draw_site(ax, timeline, site_top, focus)
     _draw_moments(ax, timeline, colour)
     focus.apply(ax)
     ax.set_ylim(site_top + SITE_H + 0.15, -HEADER_H)
     ax.set_yticks([top + BAR_TOP + BAR_H / 2 for top in tops] + [site_top + 0.05 + SITE_H / 2],
-                  [lane.machine for lane in timeline.lanes] + ["site"])
+                  [lane.machine for lane in lanes] + ["site"])
     ax.tick_params(axis="y", length=0)
     ax.set_xlabel(focus.label())
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
     ax.grid(axis="x", color="#f0f0f0", linewidth=0.8)
     ax.set_axisbelow(True)
+
 
 def legend_handles(colour: str = CHECK_COLOURS[0]) -> list[Any]:
     """Proxy artists explaining every colour and marker of a timeline."""
@@ -307,12 +323,15 @@ def legend_handles(colour: str = CHECK_COLOURS[0]) -> list[Any]:
     handles += [Patch(color=SITE_COLOURS[k], label=v) for k, v in SITE_LABELS.items()]
     return handles
 
-def _panel_height(timeline: Timeline) -> float:
-    _, site_top = _lane_layout(timeline.lanes)
+
+def _panel_height(timeline: Timeline, max_lanes: int) -> float:
+    _, site_top = _lane_layout(timeline.lanes[:max_lanes])
     return 0.55 * (HEADER_H + site_top + SITE_H) + 0.9
+
 
 def _new_figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), layout="constrained")
+
 
 def crash_timeline(
     result: RunResult,
@@ -323,17 +342,19 @@ def crash_timeline(
     before_s: float = BEFORE_PUBLISH_S,
     colour: str = CHECK_COLOURS[0],
     legend: bool = True,
+    max_lanes: int = MAX_LANES,
 ) -> Axes:
     """Draw one traced run (``run(..., trace=True)``) on ``ax`` (a new figure if None).
 
-    The x axis runs from ``before_s`` before the publish (or ``focus``, to share one).
+    The x axis runs from ``before_s`` before the publish (or ``focus``, to share one);
+    one lane per machine, up to ``max_lanes`` (a note says how many more there are).
     """
     timeline = from_result(result)
     if ax is None:
         extra = 1.6 if legend else 0.0
-        ax = _new_figure(13, _panel_height(timeline) + extra).add_subplot()
+        ax = _new_figure(13, _panel_height(timeline, max_lanes) + extra).add_subplot()
     focus = focus or Focus.around([timeline], before_s)
-    _draw(ax, timeline, focus, colour)
+    _draw(ax, timeline, focus, colour, max_lanes)
     where = f"{scenario} · " if scenario else ""
     ax.set_title(f"{where}seed {timeline.seed} · check: {timeline.check}", loc="left",
                  fontsize=10, fontweight="bold")
@@ -342,8 +363,12 @@ def crash_timeline(
                   bbox_to_anchor=(0.5, -0.2), frameon=False)
     return ax
 
+
 def compare_timelines(
-    scenario: Any, results: Sequence[RunResult], before_s: float = BEFORE_PUBLISH_S
+    scenario: Any,
+    results: Sequence[RunResult],
+    before_s: float = BEFORE_PUBLISH_S,
+    max_lanes: int = MAX_LANES,
 ) -> Figure:
     """One panel per check's traced run of the same world, on a shared time axis.
 
@@ -355,12 +380,13 @@ def compare_timelines(
     name = getattr(scenario, "name", str(scenario))
     timelines = [from_result(r) for r in results]
     focus = Focus.around(timelines, before_s)
-    heights = [_panel_height(t) for t in timelines]
+    heights = [_panel_height(t, max_lanes) for t in timelines]
     figure = _new_figure(13, sum(heights) + 2.3)
     axes = figure.subplots(len(results), 1, sharex=True, squeeze=False,
                            height_ratios=heights)[:, 0]
     for index, (ax, result) in enumerate(zip(axes, results, strict=True)):
-        crash_timeline(result, ax, focus=focus, colour=_check_colour(index), legend=False)
+        crash_timeline(result, ax, focus=focus, colour=_check_colour(index), legend=False,
+                       max_lanes=max_lanes)
         verdict = result.verdict
         said = "no verdict" if verdict is None else ("PASS" if verdict.ok else "FAIL")
         ax.set_title(f"check: {result.check} — {said}, outcome {result.outcome}", loc="left",

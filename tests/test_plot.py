@@ -227,3 +227,12 @@ def test_plotting_never_touches_pyplot() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False"
+
+
+def test_lanes_beyond_max_are_counted_not_drawn() -> None:
+    """Beyond max_lanes machines, only max_lanes lanes are drawn and a note counts the rest."""
+    results = _runs("healthy-release", "release.machines=3")
+    ax = crash_timeline(results[0], max_lanes=2)
+    assert len(_by_gid(ax, "lane:")) == 2
+    note = _one(ax, "lanes-hidden").get_text()  # type: ignore[attr-defined]
+    assert "1 more machine" in note
