@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from checks.model import Look, Verdict, Wait
 from checks.protocol import Step
-from checks.started import await_started
+from checks.started import await_started, wait_at_least
 
 #: ECS clamps its computed threshold to this range.
 ECS_MIN_THRESHOLD = 3
@@ -102,11 +102,11 @@ class CircuitBreakerCheck:
             return found
         watched_s = (latest.at_ms - looks[found].at_ms) / 1000
         if watched_s < self.look_delay_s:
-            return Wait(min(self.poll_s, self.look_delay_s - watched_s))
+            return wait_at_least(min(self.poll_s, self.look_delay_s - watched_s))
         down = [m for m in latest.machines if m.state != "started"]
         if down and self._before_timeout(latest, publish_started_ms):
             # Steady state means every machine up at once: keep polling until it is.
-            return Wait(self.poll_s)
+            return wait_at_least(self.poll_s)
         if down:
             return Verdict(
                 False,

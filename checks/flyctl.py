@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from checks.layered import describe, since
-from checks.model import Event, Look, MachineSnapshot, Verdict, Wait
+from checks.model import Event, Look, MachineSnapshot, Verdict
 from checks.protocol import Step
-from checks.started import await_started
+from checks.started import await_started, wait_at_least
 
 #: flyctl's error text when the smoke check fails, verbatim.
 CRASHING = "the app appears to be crashing"
@@ -129,7 +129,7 @@ class FlyctlSmokeCheck:
                     layer="uptime",
                 )
         delay_s = min(self.backoff_min_s * 2 ** (len(smoke) - 1), self.backoff_max_s)
-        return Wait(min(delay_s, (deadline_ms - smoke[-1].at_ms) / 1000))
+        return wait_at_least(min(delay_s, (deadline_ms - smoke[-1].at_ms) / 1000))
 
     def _uptime_ms(self, machine: MachineSnapshot) -> int:
         started = most_recent_start_after_launch(machine.events)

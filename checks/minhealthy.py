@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from checks.layered import describe, since
 from checks.model import Look, MachineSnapshot, Verdict, Wait
 from checks.protocol import Step
+from checks.started import wait_at_least
 
 
 def newest_start_ms(machine: MachineSnapshot) -> int | None:
@@ -54,7 +55,7 @@ class MinHealthyTimeCheck:
 
     Guarantee: it never passes a machine whose newest start is younger than
     ``min_healthy_s`` at the deciding look, whatever the event-list cap, because the
-    newest start is the event a capped list keeps. Blind spot: an app that crashes later
+    newest start is the event a capped list keeps. Blind spot: an app that crashes more
     than ``min_healthy_s`` after each start passes.
     """
 
@@ -90,7 +91,7 @@ class MinHealthyTimeCheck:
         if up_ms >= 0:
             # No need to look before the least-up machine could reach the minimum.
             wait_s = min(wait_s, (need_ms - up_ms) / 1000)
-        return Wait(min(wait_s, self.healthy_deadline_s - elapsed_s))
+        return wait_at_least(min(wait_s, self.healthy_deadline_s - elapsed_s))
 
     def _deadline(
         self, machine: MachineSnapshot, up_ms: float, looks: Sequence[Look], publish_started_ms: int

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from checks.layered import describe, since
 from checks.model import Look, MachineSnapshot, Verdict, Wait
 from checks.protocol import Step
-from checks.started import await_started
+from checks.started import await_started, wait_at_least
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class RestartCounterCheck:
                 f"started for {self.look_delay_s:g} s after all read started ({counters})",
                 layer="restart-counter",
             )
-        return Wait(min(self.poll_s, self.look_delay_s - watched_s))
+        return wait_at_least(min(self.poll_s, self.look_delay_s - watched_s))
 
     def _compare(
         self, first: MachineSnapshot, now: MachineSnapshot, publish_started_ms: int

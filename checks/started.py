@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from checks.layered import describe
 from checks.model import Look, Verdict, Wait
+
+
+def wait_at_least(seconds: float) -> Wait:
+    """Wait ``seconds`` rounded up to a whole millisecond (at least one), the clock's tick.
+
+    A wait a fraction of a millisecond short of a deadline would take the next look at
+    the same millisecond, still short of it, and again, forever.
+    """
+    return Wait(max(1, math.ceil(round(seconds * 1000, 6))) / 1000)
 
 
 def first_all_started(looks: Sequence[Look]) -> int | None:
@@ -42,4 +52,4 @@ def await_started(
             waiting.id,
             layer="start-timeout",
         )
-    return Wait(min(poll_s, start_timeout_s - waited_s))
+    return wait_at_least(min(poll_s, start_timeout_s - waited_s))

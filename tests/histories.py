@@ -132,6 +132,10 @@ class World:
     machines: tuple[Machine, ...]
     horizon_ms: int
 
+    def __repr__(self) -> str:
+        apps = ", ".join(repr(m.app) for m in self.machines)
+        return f"world({apps}, horizon_s={(self.horizon_ms - PUBLISH_MS) / 1000:g})"
+
     def look(self, at_ms: int) -> Look:
         """Every machine read at ``at_ms``."""
         return Look(at_ms, tuple(m.snapshot(at_ms) for m in self.machines))
