@@ -63,7 +63,9 @@ def test_platform_checks_are_registered_frozen_and_documented(name: str) -> None
     check = cls()
     assert check.name == name
     assert dataclasses.is_dataclass(check)
-    assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    field = dataclasses.fields(check)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(check, field, 1)
     assert cls.__doc__
     assert len(cls.__doc__.splitlines()) > 5
 
