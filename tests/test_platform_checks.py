@@ -162,11 +162,9 @@ def test_flyctl_smoke_decides_within_its_window(w: World) -> None:
 def test_flyctl_smoke_passes_a_crash_loop_whose_machine_gave_up(
     crash_after_ms: int, max_retries: int, cap: int
 ) -> None:
-    """Blind spot: a machine given up on by restart 2 (restarting = false) never fails it.
-
-    The pinned example is the smallest such world: one crash, no retries, and the
-    publish passes because the window runs out.
-    """
+    """Blind spot: a machine given up on by restart 2 (restarting = false) never fails it."""
+    # The pinned example is the smallest such world: one crash, no retries; the publish
+    # passes because the window runs out.
     w = world(App(crash_after_ms=crash_after_ms, max_retries=max_retries, cap=cap))
     run = drive(FlyctlSmokeCheck(), w)
     note(repr(run.verdict))
@@ -284,11 +282,9 @@ def test_min_healthy_time_fails_every_crash_loop_faster_than_t(
 @given(crash_after_ms=st.integers(10_001, 60_000), cap=st.integers(1, 10))
 @example(crash_after_ms=10_001, cap=5)
 def test_min_healthy_time_passes_a_crash_loop_slower_than_t(crash_after_ms: int, cap: int) -> None:
-    """Blind spot: an app that crashes more than T after every start passes.
-
-    The pinned example is the smallest: T = 10 s and a crash 10.001 s after each start
-    (a crash at exactly T lands on the deciding look and fails it).
-    """
+    """Blind spot: an app that crashes more than T after every start passes."""
+    # The pinned example is the smallest: T = 10 s and a crash 10.001 s after each start
+    # (a crash at exactly T lands on the deciding look and fails it).
     w = world(App(crash_after_ms=crash_after_ms, cap=cap))
     run = drive(MinHealthyTimeCheck(min_healthy_s=10), w)
     assert w.bad
