@@ -95,7 +95,8 @@ class LayeredCheck:
                 continue
             if reason := self.crashed_again(machine2, machine3, publish_started_ms):
                 return Verdict(False, reason, machine3.id, layer="crashes-since-publish")
-        return Verdict(True, self.held_steady(look2, look3, publish_started_ms), layer="crashes-since-publish")
+        steady = self.held_steady(look2, look3, publish_started_ms)
+        return Verdict(True, steady, layer="crashes-since-publish")
 
     def _gave_up(self, machine: MachineSnapshot, publish_started_ms: int) -> Verdict:
         exit_event = machine.newest_exit()

@@ -8,11 +8,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from checks import BUILTIN_CHECKS
+from checks import BUILTIN_CHECKS, Check
 from sim import report, scenario
 from sim.compare import compare
 from sim.loader import load_checks
 from sim.scenario import BadInput, parse_value
+from sim.world import run
 
 EXIT_OK, EXIT_EXPECTATION, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -59,6 +60,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if seed < 0:
         raise BadInput(f"--seed: must be 0 or more (got {seed})")
     result = compare(loaded, checks, range(seed, seed + args.runs))
+    if args.timeline:
+        write_timeline(args.timeline, loaded, checks, seed)
     if args.json:
         print(json.dumps(result, indent=None, separators=(",", ":")))
     else:
@@ -69,6 +72,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if text := report.expectations(result):
             print(text)
     return EXIT_EXPECTATION if result["expectations_failed"] else EXIT_OK
+
+
+def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], seed: int) -> None:
+    """Re-run each check in the first seed's world with a trace and save the timeline figure."""
+    # matplotlib takes a while to import: load it only when a timeline is asked for.
+    from sim.plot import save_timeline  # noqa: PLC0415
+
+    save_timeline(path, loaded, [run(loaded, seed, check, trace=True) for check in checks])
+    print(f"timeline written to {path}", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a scenario value, e.g. --set platform.event_log_cap=3 (repeatable)",
     )
     comp.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    comp.add_argument(
+        "--timeline", metavar="FILE.png",
+        help="also write a crash timeline of the first seed's world, one panel per check",
+    )
     comp.set_defaults(handler=cmd_compare)
     return parser
 

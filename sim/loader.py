@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import inspect
@@ -40,11 +41,9 @@ def _user_check(spec: str, options: Mapping[str, Any], extra: Mapping[str, Any])
     if not callable(getattr(target, "next", None)):
         raise BadInput(f"--check {spec}: has no next(publish_started_ms, looks) method")
     if not isinstance(getattr(target, "name", None), str):
-        try:
-            target.name = attr
-        except AttributeError:
-            pass
-    check: Check = target
+        with contextlib.suppress(AttributeError):
+            setattr(target, "name", attr)  # noqa: B010 -- target is an arbitrary user object
+    check: Check = target  # type: ignore[assignment]  # it has next(): checked above
     return check
 
 

@@ -41,12 +41,13 @@ class PlatformRules:
 class Machine:
     """One machine of the app, driven by a SimPy process per image it runs."""
 
-    def __init__(  # noqa: PLR0917 (a stable positional signature other code calls)
+    def __init__(
         self,
         env: simpy.Environment,
         machine_id: str,
         rules: PlatformRules,
         rng: random.Random,
+        *,
         on_state: Callable[[Machine], None] | None = None,
         trace: bool = False,
     ) -> None:

@@ -128,7 +128,7 @@ def test_trace_matches_unoptimised_core(
 def test_cli_json_matches_unoptimised_core(capsys: pytest.CaptureFixture[str]) -> None:
     """`testbed compare sept25-crash-loop --runs 5 --json` prints the bytes it printed before."""
     path = str(DATA / "sept25-crash-loop.toml")
-    assert main(["compare", path, "--runs", "5", "--json"]) == 0
+    assert main(["compare", path, "--check", "count", "--check", "timestamp", "--runs", "5", "--json"]) == 0
     expected = (DATA / "sept25-runs5.json").read_text(encoding="utf-8")
     assert capsys.readouterr().out == expected
 
