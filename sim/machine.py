@@ -50,6 +50,7 @@ class Machine:
         *,
         on_state: Callable[[Machine], None] | None = None,
         trace: bool = False,
+        lazy: bool = False,
     ) -> None:
         self.env = env
         self.id = machine_id
@@ -64,6 +65,12 @@ class Machine:
         #: The platform's monotonic restart counter (exposed only if the rules say so).
         self.restarts_total = 0
         self._process: simpy.Process | None = None
+        #: Lazy (see ``advance``): no process; the life is played forward when observed.
+        self.lazy = lazy
+        self._life: Generator[float | None, None, None] | None = None
+        self._next_at: float | None = None
+        #: The time of the change being made (the lazy clock; SimPy's now when eager).
+        self._t = 0.0
         #: With ``trace``: every (time, state) change and every event, uncapped, for plots.
         self.history: list[tuple[float, str]] | None = [] if trace else None
         self.all_events: list[Event] | None = [] if trace else None
@@ -74,6 +81,7 @@ class Machine:
 
     def snapshot(self) -> MachineSnapshot:
         """What an API read of this machine returns now."""
+        self._catch_up()
         return MachineSnapshot(
             id=self.id,
             state=self.state,
@@ -85,6 +93,7 @@ class Machine:
 
     def launch(self, image: Image) -> None:
         """Create the machine with its first image and start it."""
+        self._catch_up()
         self._record("launch", "created")
         self._begin(image)
 
@@ -105,8 +114,57 @@ class Machine:
         self._record("destroy", "destroyed")
         self._set_state("destroyed")
 
+    # -- lazy machines ------------------------------------------------------------------
+    # A lazy machine runs no SimPy process: its life is a plain generator of delays,
+    # played forward only when someone looks (``advance``). Its own random stream makes
+    # the same draws in the same order, and each change lands at the same float time
+    # (previous change + delay), so it does exactly what the process would have done.
+    # The one thing laziness cannot know is SimPy's order between a change and another
+    # event at the very same instant: ``advance`` raises ``Tie`` and the world is rerun
+    # eagerly.
+
+    def advance(self, t: float) -> None:
+        """Play a lazy machine's changes up to time ``t`` (a change exactly at ``t``: Tie)."""
+        at = self._next_at
+        while at is not None and at <= t:
+            if at == t:
+                raise Tie(f"machine {self.id} changes at {t!r}, the instant it is observed")
+            self._t = at
+            self._step_life()
+            at = self._next_at
+        self._t = t
+
+    def finish(self, end: float) -> None:
+        """Play a lazy machine's changes strictly before ``end`` (the run's last instant)."""
+        at = self._next_at
+        while at is not None and at < end:
+            self._t = at
+            self._step_life()
+            at = self._next_at
+
+    def _catch_up(self) -> None:
+        if self.lazy:
+            self.advance(self.env.now)
+
+    def _step_life(self) -> None:
+        assert self._life is not None
+        try:
+            delay = next(self._life)
+        except StopIteration:
+            delay = None
+        if delay is None:
+            # Gave up, or stays up until interrupted: no change is due.
+            self._next_at = None
+            self._life = None
+        else:
+            self._next_at = self._t + delay
+
     def _halt(self) -> None:
-        if self._process is not None and self._process.is_alive:
+        if self.lazy:
+            self.advance(self.env.now)
+            self._life = None
+            self._next_at = None
+        elif self._process is not None and self._process.is_alive:
             self._process.interrupt()
         if self.state in ("starting", "started"):
             self._record("exit", "stopped", exit_code=0, requested_stop=True)
@@ -117,7 +175,12 @@ class Machine:
         # The state changes now, not when the process first runs, so a look taken in the
         # same instant never reads the old image's "started".
         self._set_state("starting")
-        self._process = self.env.process(self._run(image))
+        if self.lazy:
+            self._t = self.env.now
+            self._life = self._lifetime(image)
+            self._step_life()
+        else:
+            self._process = self.env.process(self._run(image))
 
     def _set_state(self, state: str) -> None:
         self.state = state
@@ -136,11 +199,30 @@ class Machine:
         jitter = self.rules.jitter
         return seconds * (1.0 + self.rng.uniform(-jitter, jitter)) if jitter else seconds
 
-    def _run(self, image: Image) -> Generator[simpy.Event, Any, None]:  # noqa: PLR0915 (hot path, inlined)
-        # The simulator's hot path: _set_state, _jittered and the event records inlined.
+    def _run(self, image: Image) -> Generator[simpy.Event, Any, None]:
+        """The SimPy process of an eager machine: the life's delays as timeouts."""
+        env = self.env
+        life = self._lifetime(image)
+        try:
+            self._t = env.now
+            for delay in life:
+                if delay is None:
+                    # Stays up until an update, sleep or destroy interrupts it.
+                    yield env.event()
+                    return
+                yield env.timeout(delay)
+                self._t = env.now
+        except simpy.Interrupt:
+            return
+
+    def _lifetime(self, image: Image) -> Generator[float | None, None, None]:  # noqa: PLR0915
+        """The machine's changes on one image, at ``self._t``; yields the delay to the next.
+
+        Yields None when the app stays up. The simulator's hot path: _set_state,
+        _jittered and the event records are inlined.
+        """
         rules = self.rules
         behavior = image.behavior
-        env = self.env
         rng = self.rng
         jitter = rules.jitter
         boot_s = behavior.boot_s(rules.boot_s)
@@ -151,58 +233,57 @@ class Machine:
         log = self.log
         starts = 0
         restarts = 0
-        try:
-            while True:
-                if self.state != "starting":
-                    self._set_state("starting")
-                boot = boot_s * (1.0 + rng.uniform(-jitter, jitter)) if jitter else boot_s
-                yield env.timeout(boot)
-                starts += 1
-                self.state = "started"
-                if history is not None:
-                    history.append((env.now, "started"))
-                # Read each time: an observer (the oracle) may swap the hook before a run.
-                if self.on_state is not None:
-                    self.on_state(self)
-                record: Record = (
-                    "start", "started", epoch_ms + round(env.now * 1000), "flyd",
-                    None, False, False, False, 0,
-                )
-                if all_events is None:
-                    log.record(record)
-                else:
-                    all_events.append(Event(*record))
-                    log.append(all_events[-1])
-                crash = behavior.crash(starts, rng, jitter)
-                if crash is None:
-                    # Stays up until an update, sleep or destroy interrupts it.
-                    yield env.event()
-                    return
-                yield env.timeout(crash.after_s)
-                now = env.now
-                self.crashes.append((now, image.ref))
-                restarting = restart_policy == "always" or (
-                    restart_policy == "on-failure" and restarts < rules.max_retries
-                )
-                record = (
-                    "exit", "stopped", epoch_ms + round(now * 1000), "flyd",
-                    crash.exit_code, crash.oom_killed, False, restarting, restarts,
-                )
-                if all_events is None:
-                    log.record(record)
-                else:
-                    all_events.append(Event(*record))
-                    log.append(all_events[-1])
-                self.state = "stopped"
-                if history is not None:
-                    history.append((now, "stopped"))
-                # Read each time: an observer (the oracle) may swap the hook before a run.
-                if self.on_state is not None:
-                    self.on_state(self)
-                if not restarting:
-                    return
-                restarts += 1
-                self.restarts_total += 1
-                yield env.timeout(rules.restart_delay_s)
-        except simpy.Interrupt:
-            return
+        while True:
+            if self.state != "starting":
+                self._set_state("starting")
+            yield boot_s * (1.0 + rng.uniform(-jitter, jitter)) if jitter else boot_s
+            now = self._t
+            starts += 1
+            self.state = "started"
+            if history is not None:
+                history.append((now, "started"))
+            # Read each time: an observer (the oracle) may swap the hook before a run.
+            if self.on_state is not None:
+                self.on_state(self)
+            record: Record = (
+                "start", "started", epoch_ms + round(now * 1000), "flyd",
+                None, False, False, False, 0,
+            )
+            if all_events is None:
+                log.record(record)
+            else:
+                all_events.append(Event(*record))
+                log.append(all_events[-1])
+            crash = behavior.crash(starts, rng, jitter)
+            if crash is None:
+                yield None
+                return
+            yield crash.after_s
+            now = self._t
+            self.crashes.append((now, image.ref))
+            restarting = restart_policy == "always" or (
+                restart_policy == "on-failure" and restarts < rules.max_retries
+            )
+            record = (
+                "exit", "stopped", epoch_ms + round(now * 1000), "flyd",
+                crash.exit_code, crash.oom_killed, False, restarting, restarts,
+            )
+            if all_events is None:
+                log.record(record)
+            else:
+                all_events.append(Event(*record))
+                log.append(all_events[-1])
+            self.state = "stopped"
+            if history is not None:
+                history.append((now, "stopped"))
+            if self.on_state is not None:
+                self.on_state(self)
+            if not restarting:
+                return
+            restarts += 1
+            self.restarts_total += 1
+            yield rules.restart_delay_s
+
+
+class Tie(Exception):
+    """A lazy machine would change at the very instant it is observed: rerun eagerly."""

@@ -74,6 +74,9 @@ class Site:
         if outcome != self.segments[-1][1]:
             self.segments.append((self.env.now, outcome))
 
+    def finalize(self) -> None:
+        """The run is over: make ``segments`` complete (nothing to do for a live site)."""
+
     def tally(self, start_s: float, end_s: float, rps: float, rng: random.Random) -> SiteTally:
         """Draw Poisson arrivals over [start_s, end_s) and classify each by the timeline."""
         counts = {SERVED: 0, NOT_FOUND: 0, BAD_GATEWAY: 0}
@@ -123,6 +126,61 @@ class Site:
             bad_gateway=counts[BAD_GATEWAY],
             down_s=round(down_s, 3),
         )
+
+
+class DeferredSite(Site):
+    """A site of lazy machines: changes arrive out of time order, the timeline is built last.
+
+    Machines report when they became started or stopped being so, at their own change
+    time; ``finalize`` replays those and the live changes in time order into the same
+    segments a live site would have (up to zero-length ones, which carry no requests and
+    no downtime).
+    """
+
+    def __init__(self, env: simpy.Environment, live: str | None) -> None:
+        super().__init__(env, live)
+        self._live_at_start = live is not None
+        self._flips: list[tuple[float, int]] = []
+        self._live_changes: list[tuple[float, str | None]] = []
+
+    def machine_changed(self, machine: Machine) -> None:
+        """Record a machine becoming started (+1) or no longer started (-1), at its time."""
+        started = self._started
+        if machine.state == "started":
+            if machine.id not in started:
+                started.add(machine.id)
+                self._flips.append((machine._t, 1))
+        elif machine.id in started:
+            started.discard(machine.id)
+            self._flips.append((machine._t, -1))
+
+    def set_live(self, release: str | None) -> None:
+        """Record the live release change at the current time."""
+        self.live = release
+        self.ever_live = self.ever_live or release is not None
+        self._live_changes.append((self.env.now, release))
+
+    def finalize(self) -> None:
+        """Replay machine and live changes in time order into ``segments``."""
+        # (time, +1/-1 started, live flag or None); sorted by time only, stably: changes
+        # at one instant can only make zero-length segments.
+        changes: list[tuple[float, int, bool | None]] = [(t, d, None) for t, d in self._flips]
+        changes += [(t, 0, name is not None) for t, name in self._live_changes]
+        changes.sort(key=lambda change: change[0])
+        segments = self.segments[:1]
+        last = segments[0][1]
+        live = self._live_at_start
+        started = 0
+        for t, delta, now_live in changes:
+            if now_live is None:
+                started += delta
+            else:
+                live = now_live
+            outcome = NOT_FOUND if not live else (SERVED if started else BAD_GATEWAY)
+            if outcome != last:
+                segments.append((t, outcome))
+                last = outcome
+        self.segments = segments
 
 
 # Arrival streams drawn in one go, kept for the other checks of the same world (and the

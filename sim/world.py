@@ -11,9 +11,9 @@ from typing import Any
 import simpy
 
 from checks import Check, Event, Look, Verdict, Wait
-from sim.machine import Image, Machine, PlatformRules
+from sim.machine import Image, Machine, PlatformRules, Tie
 from sim.scenario import PlatformTable, PreviousTable, ReleaseTable, Scenario
-from sim.site import DOWN_STATES, Site, SiteTally
+from sim.site import DOWN_STATES, DeferredSite, Site, SiteTally
 
 # A check that keeps asking for looks without deciding is a broken check, not a slow one.
 MAX_LOOKS = 10_000
@@ -137,6 +137,10 @@ def _built_parts(
 
 def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
     """Lay out the world: machines running the previous release (or nothing), the site."""
+    return _build(scenario, seed, trace, lazy=False)
+
+
+def _build(scenario: Scenario, seed: int, trace: bool, lazy: bool) -> World:
     env = simpy.Environment()
     root = random.Random(seed)
     # Child streams drawn in a fixed order: each machine and the traffic get their own,
@@ -144,15 +148,26 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
     machine_rngs = [random.Random(root.getrandbits(64)) for _ in range(scenario.release.machines)]
     traffic_seed = root.getrandbits(64)
     rules, previous, release = _parts(scenario)
-    site = Site(env, live="previous" if previous else None)
+    site = (DeferredSite if lazy else Site)(env, live="previous" if previous else None)
     width = len(str(scenario.release.machines))
     machines = [
-        Machine(env, f"m{i:0{width}d}", rules, rng, on_state=site.machine_changed, trace=trace)
+        Machine(
+            env, f"m{i:0{width}d}", rules, rng, on_state=site.machine_changed, trace=trace,
+            lazy=lazy,
+        )
         for i, rng in enumerate(machine_rngs, start=1)
     ]
     return World(
         scenario, seed, env, machines, site, traffic_seed, previous, release, scenario.publish.at_s
     )
+
+
+def _catch_up(world: World) -> None:
+    """Bring lazy machines to now before anything reads them (no-op when eager)."""
+    now = world.env.now
+    for machine in world.machines:
+        if machine.lazy:
+            machine.advance(now)
 
 
 def _look(world: World) -> RecordedLook:
@@ -213,6 +228,7 @@ def _publish(world: World, check: Check | None) -> Generator[simpy.Event, Any, N
         env.process(_reconciler(world))
         return
     # The rollback changes the machines: what the run saw so far is what the oracle sees.
+    _catch_up(world)
     world.proved_bad = release_crashes(world)
     world.diverged = True
     if world.scenario.publish.rollback == "delete":
@@ -237,9 +253,11 @@ def _reconciler(world: World) -> Generator[simpy.Event, Any, None]:
     """
     env = world.env
     interval = world.scenario.reconciler.interval_s
+    _catch_up(world)
     seen = [len(m.crashes) for m in world.machines]
     while True:
         yield env.timeout(interval - env.now % interval)
+        _catch_up(world)
         crashed = [len(m.crashes) > n for m, n in zip(world.machines, seen, strict=True)]
         seen = [len(m.crashes) for m in world.machines]
         if any(crashed) or any(m.state in DOWN_STATES for m in world.machines):
@@ -294,12 +312,24 @@ def _trace(world: World) -> Trace:
 
 
 def _simulate(scenario: Scenario, seed: int, check: Check, trace: bool) -> World:
-    world = build(scenario, seed, trace=trace)
+    if not trace:
+        try:
+            return _simulate_in(_build(scenario, seed, trace=False, lazy=True), check, trace)
+        except Tie:
+            pass  # two things at one instant: only SimPy's event order can settle it
+    return _simulate_in(_build(scenario, seed, trace=trace, lazy=False), check, trace)
+
+
+def _simulate_in(world: World, check: Check, trace: bool) -> World:
     world.stop_when_settled = not trace
     env = world.env
     env.process(_previous_release(world))
     env.process(_publish(world, check))
-    env.run(until=scenario.horizon_s)
+    env.run(until=world.scenario.horizon_s)
+    for machine in world.machines:
+        if machine.lazy:
+            machine.finish(env.now)
+    world.site.finalize()
     if not world.diverged:
         # No rollback touched the machines: they did what they do with no check at all.
         world.proved_bad = release_crashes(world)
