@@ -18,8 +18,10 @@ import pytest
 
 from checks import make_check
 from sim import scenario as scenario_mod
+from sim import world as world_mod
 from sim.cli import main
 from sim.compare import compare
+from sim.machine import Tie
 from sim.world import run
 
 DATA = Path(__file__).parent / "data" / "core_golden"
@@ -53,6 +55,10 @@ CASES: list[tuple[str, list[str], int, int]] = [
     ("sept25-crash-loop", ["reconciler.interval_s=600"], 0, 3),
     ("sept25-crash-loop", ["previous.behavior='flaky'", "previous.flaky_interval_s=7",
                            "platform.max_retries=500"], 0, 4),
+    # No jitter, boot 1 s, poll 1 s: the machine reads started at the very instant of the
+    # check's poll, an order only SimPy's event queue settles (lazy machines rerun eagerly).
+    ("sept25-crash-loop", ["platform.jitter=0", "platform.boot_s=1.0"], 0, 2),
+    ("gives-up", ["platform.jitter=0", "platform.boot_s=1.0", "release.machines=2"], 0, 2),
 ]
 TRACED: list[tuple[str, list[str], int]] = [
     ("sept25-crash-loop", [], 1),
@@ -138,3 +144,21 @@ if __name__ == "__main__":
         sys.exit("usage: python tests/test_sweep_core_golden.py --regenerate")
     GOLDEN.write_text(json.dumps(record(), sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {GOLDEN}")
+
+
+def test_tie_cases_take_the_eager_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The no-jitter cases do hit a lazy machine's tie, so the eager rerun stays tested."""
+    ties = []
+    real = world_mod._simulate_in
+
+    def counting(world: Any, check: Any, trace: bool) -> Any:
+        try:
+            return real(world, check, trace)
+        except Tie:
+            ties.append(world.seed)
+            raise
+
+    monkeypatch.setattr(world_mod, "_simulate_in", counting)
+    name, sets, seed, runs = CASES[-2]
+    _case_result(name, sets, seed, runs)
+    assert ties
