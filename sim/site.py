@@ -227,13 +227,13 @@ def _arrivals_before(
     else:
         _STREAMS.move_to_end(key)
     times, exact = kept
-    counts = np.searchsorted(times, bounds, side="left")
-    if not exact and _near(times, counts, bounds, rps, end_s):
+    at = np.asarray(bounds, dtype=np.float64)
+    if not exact and _near(times, at, rps, end_s):
         kept = (_exact_times(seed, rps, start_s, end_s), True)
         _STREAMS[key] = kept
         times = kept[0]
-        counts = np.searchsorted(times, bounds, side="left")
-    return [int(c) for c in counts]
+    counts: list[int] = np.searchsorted(times, at, side="left").tolist()
+    return counts
 
 
 def _numpy_seedable(seed: int) -> bool:
@@ -257,18 +257,13 @@ def _step_error(rps: float, end_s: float) -> float:
     return 4 * float(np.spacing(largest_gap)) + 2 * float(np.spacing(max(abs(end_s), 1.0)))
 
 
-def _near(
-    times: Times, counts: npt.NDArray[np.intp], bounds: Sequence[float], rps: float, end_s: float
-) -> bool:
-    """True if an arrival is too close to a bound for its side of it to be certain."""
-    slack = (counts + 2) * _step_error(rps, end_s) + 1e-12
-    at = np.asarray(bounds, dtype=np.float64)
-    # times ends with the first arrival at or after end_s, so times[counts] exists.
-    after = times[np.minimum(counts, len(times) - 1)] - at
-    before = at - times[np.maximum(counts - 1, 0)]
-    close_after = (counts < len(times)) & (after <= slack)
-    close_before = (counts > 0) & (before <= slack)
-    return bool(np.any(close_after | close_before))
+def _near(times: Times, at: Times, rps: float, end_s: float) -> bool:
+    """True if an arrival lies within the error bound of a bound: its side is uncertain."""
+    # One bound for all: the error after the last arrival kept is the largest.
+    slack = (len(times) + 2) * _step_error(rps, end_s) + 1e-12
+    below = np.searchsorted(times, at - slack, side="left")
+    upto = np.searchsorted(times, at + slack, side="right")
+    return bool(np.any(below != upto))
 
 
 def _draw(seed: int, rps: float, start_s: float, end_s: float) -> tuple[Times, bool]:
