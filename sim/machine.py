@@ -51,6 +51,7 @@ class Machine:
         on_state: Callable[[Machine], None] | None = None,
         trace: bool = False,
         lazy: bool = False,
+        flips: list[tuple[float, int]] | None = None,
     ) -> None:
         self.env = env
         self.id = machine_id
@@ -71,6 +72,9 @@ class Machine:
         self._next_at: float | None = None
         #: The time of the change being made (the lazy clock; SimPy's now when eager).
         self._t = 0.0
+        #: Where a lazy machine reports becoming started (+1) or no longer started (-1),
+        #: at its own time, for a site that builds its timeline afterwards.
+        self.flips = flips
         #: With ``trace``: every (time, state) change and every event, uncapped, for plots.
         self.history: list[tuple[float, str]] | None = [] if trace else None
         self.all_events: list[Event] | None = [] if trace else None
@@ -126,21 +130,31 @@ class Machine:
     def advance(self, t: float) -> None:
         """Play a lazy machine's changes up to time ``t`` (a change exactly at ``t``: Tie)."""
         at = self._next_at
-        while at is not None and at <= t:
-            if at == t:
-                raise Tie(f"machine {self.id} changes at {t!r}, the instant it is observed")
-            self._t = at
-            self._step_life()
-            at = self._next_at
+        if at is not None and at <= t:
+            life = self._life
+            assert life is not None
+            while at is not None and at <= t:
+                if at == t:
+                    raise Tie(f"machine {self.id} changes at {t!r}, the instant it is observed")
+                self._t = at
+                # None: the life ended (gave up) or stays up until interrupted.
+                delay = next(life, None)
+                at = None if delay is None else at + delay
+            self._next_at = at
+            if at is None:
+                self._life = None
         self._t = t
 
     def finish(self, end: float) -> None:
         """Play a lazy machine's changes strictly before ``end`` (the run's last instant)."""
         at = self._next_at
+        life = self._life
         while at is not None and at < end:
+            assert life is not None
             self._t = at
-            self._step_life()
-            at = self._next_at
+            delay = next(life, None)
+            at = None if delay is None else at + delay
+        self._next_at = at
 
     def _catch_up(self) -> None:
         if self.lazy:
@@ -183,6 +197,8 @@ class Machine:
             self._process = self.env.process(self._run(image))
 
     def _set_state(self, state: str) -> None:
+        if self.flips is not None and (self.state == "started") != (state == "started"):
+            self.flips.append((self._t, 1 if state == "started" else -1))
         self.state = state
         if self.history is not None:
             self.history.append((self.env.now, state))
@@ -231,6 +247,7 @@ class Machine:
         history = self.history
         all_events = self.all_events
         log = self.log
+        flips = self.flips
         starts = 0
         restarts = 0
         while True:
@@ -239,6 +256,8 @@ class Machine:
             yield boot_s * (1.0 + rng.uniform(-jitter, jitter)) if jitter else boot_s
             now = self._t
             starts += 1
+            if flips is not None:
+                flips.append((now, 1))
             self.state = "started"
             if history is not None:
                 history.append((now, "started"))
@@ -273,6 +292,8 @@ class Machine:
             else:
                 all_events.append(Event(*record))
                 log.append(all_events[-1])
+            if flips is not None:
+                flips.append((now, -1))
             self.state = "stopped"
             if history is not None:
                 history.append((now, "stopped"))

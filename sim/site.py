@@ -131,28 +131,20 @@ class Site:
 class DeferredSite(Site):
     """A site of lazy machines: changes arrive out of time order, the timeline is built last.
 
-    Machines report when they became started or stopped being so, at their own change
-    time; ``finalize`` replays those and the live changes in time order into the same
-    segments a live site would have (up to zero-length ones, which carry no requests and
-    no downtime).
+    Lazy machines append to ``flips`` when they become started (+1) or stop being so
+    (-1), at their own change time; ``finalize`` replays those and the live changes in
+    time order into the same segments a live site would have (up to zero-length ones,
+    which carry no requests and no downtime).
     """
 
     def __init__(self, env: simpy.Environment, live: str | None) -> None:
         super().__init__(env, live)
         self._live_at_start = live is not None
-        self._flips: list[tuple[float, int]] = []
+        self.flips: list[tuple[float, int]] = []
         self._live_changes: list[tuple[float, str | None]] = []
 
     def machine_changed(self, machine: Machine) -> None:
-        """Record a machine becoming started (+1) or no longer started (-1), at its time."""
-        started = self._started
-        if machine.state == "started":
-            if machine.id not in started:
-                started.add(machine.id)
-                self._flips.append((machine._t, 1))
-        elif machine.id in started:
-            started.discard(machine.id)
-            self._flips.append((machine._t, -1))
+        """Lazy machines report through ``flips``; a hook call has nothing to add."""
 
     def set_live(self, release: str | None) -> None:
         """Record the live release change at the current time."""
@@ -164,7 +156,7 @@ class DeferredSite(Site):
         """Replay machine and live changes in time order into ``segments``."""
         # (time, +1/-1 started, live flag or None); sorted by time only, stably: changes
         # at one instant can only make zero-length segments.
-        changes: list[tuple[float, int, bool | None]] = [(t, d, None) for t, d in self._flips]
+        changes: list[tuple[float, int, bool | None]] = [(t, d, None) for t, d in self.flips]
         changes += [(t, 0, name is not None) for t, name in self._live_changes]
         changes.sort(key=lambda change: change[0])
         segments = self.segments[:1]

@@ -150,10 +150,13 @@ def _build(scenario: Scenario, seed: int, trace: bool, lazy: bool) -> World:
     rules, previous, release = _parts(scenario)
     site = (DeferredSite if lazy else Site)(env, live="previous" if previous else None)
     width = len(str(scenario.release.machines))
+    # A lazy machine reports its started/stopped flips straight into the deferred site.
+    flips = site.flips if isinstance(site, DeferredSite) else None
     machines = [
         Machine(
-            env, f"m{i:0{width}d}", rules, rng, on_state=site.machine_changed, trace=trace,
-            lazy=lazy,
+            env, f"m{i:0{width}d}", rules, rng,
+            on_state=None if flips is not None else site.machine_changed,
+            trace=trace, lazy=lazy, flips=flips,
         )
         for i, rng in enumerate(machine_rngs, start=1)
     ]
