@@ -386,6 +386,9 @@ def run_sweep(
     interrupted = False
     tasks = 0
     size = 0
+    workers = workers or _cores()
+    # Local workers boot (import the simulator) while this process measures the work.
+    pool = _start_pool(workers) if dask is None and workers > 1 else None
     try:
         size = per_task or _calibrate(sweep, done, progress)
         start = max(done, default=-1) + 1
@@ -393,15 +396,18 @@ def run_sweep(
         tasks = len(ranges) + len(done)
         if dask is not None:
             _run_dask(sweep, ranges, dask, done, progress)
-        elif (workers or _cores()) <= 1:
+        elif pool is None:
             for lo, hi in ranges:
                 done[lo] = run_units(sweep, lo, hi)[1]
                 if progress:
                     progress(hi - lo)
         else:
-            _run_pool(sweep, ranges, workers or _cores(), done, progress)
+            _run_pool(pool, sweep, ranges, done, progress)
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     rows = [row for lo in sorted(done) for row in done[lo]]
     units_done = len(rows) // max(len(sweep.checks), 1)
     result = SweepResult(sweep, rows, units_done, interrupted, time.perf_counter() - began,
@@ -417,10 +423,11 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _run_pool(
-    sweep: Sweep, ranges: list[tuple[int, int]], workers: int, done: dict[int, list[Row]],
-    progress: Progress | None,
-) -> None:
+def _warm() -> None:
+    """A task that does nothing: submitting it makes the pool start a worker now."""
+
+
+def _start_pool(workers: int) -> ProcessPoolExecutor:
     import multiprocessing  # noqa: PLC0415
 
     # forkserver: workers start from a clean server process, never from a parent that
@@ -428,6 +435,15 @@ def _run_pool(
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["sim.sweep"])
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_sigint)
+    for _ in range(workers):
+        pool.submit(_warm)
+    return pool
+
+
+def _run_pool(
+    pool: ProcessPoolExecutor, sweep: Sweep, ranges: list[tuple[int, int]],
+    done: dict[int, list[Row]], progress: Progress | None,
+) -> None:
     pending: set[Future[tuple[int, list[Row]]]] = set()
     try:
         for lo, hi in ranges:
@@ -449,8 +465,6 @@ def _run_pool(
                 lo, rows = future.result()
                 done[lo] = rows
         raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _run_dask(
