@@ -183,6 +183,10 @@ _STREAMS: OrderedDict[tuple[int, float, float, float], tuple[Times, bool]] = Ord
 _STREAMS_KEPT = 64
 _STREAM_MAX_KEPT = 1 << 20
 _NUMPY_MT = np.random.RandomState()
+# Uniforms drawn for a stream: enough for all but ~1 in 10^6 streams (5 sigma above the
+# mean); a stream that runs out is drawn again, twice as long.
+_MARGIN_SIGMAS = 5.0
+_MARGIN_EXTRA = 64
 # Sweeps may run worlds in threads (Dask without processes): the shared generator and
 # the kept streams are used under this lock.
 _LOCK = threading.Lock()
@@ -263,7 +267,7 @@ def _draw(seed: int, rps: float, start_s: float, end_s: float) -> tuple[Times, b
     if not _numpy_seedable(seed):
         return _exact_times(seed, rps, start_s, end_s), True
     expected = rps * max(end_s - start_s, 0.0)
-    size = int(expected + 10 * math.sqrt(expected) + 64)
+    size = max(1, int(expected + _MARGIN_SIGMAS * math.sqrt(expected) + _MARGIN_EXTRA))
     while True:
         _seed_numpy(seed)
         times = _NUMPY_MT.random_sample(size)

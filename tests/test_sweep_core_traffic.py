@@ -7,6 +7,7 @@ import random
 import pytest
 import simpy
 
+import sim.site as site_mod
 from sim.site import BAD_GATEWAY, NOT_FOUND, SERVED, Site, arrivals_before
 
 
@@ -41,3 +42,13 @@ def test_bound_on_an_arrival_is_counted_exactly() -> None:
     expected = _site(bounds).tally(start, end, rps, random.Random(seed))
     assert _site(bounds).tally_seeded(start, end, rps, seed) == expected
     assert arrivals_before(seed, rps, start, end, [t, end])[0] == 100
+
+
+def test_stream_that_runs_out_is_drawn_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Too few uniforms drawn at first: the stream is redrawn longer, counts unchanged."""
+    monkeypatch.setattr(site_mod, "_MARGIN_SIGMAS", -3.0)
+    monkeypatch.setattr(site_mod, "_MARGIN_EXTRA", 0)
+    site_mod._STREAMS.clear()
+    seed, bounds = (1 << 50) + 3, [(0.0, NOT_FOUND), (100.0, SERVED), (300.0, BAD_GATEWAY)]
+    expected = _site(bounds).tally(30.0, 600.0, 5.0, random.Random(seed))
+    assert _site(bounds).tally_seeded(30.0, 600.0, 5.0, seed) == expected
