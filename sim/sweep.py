@@ -356,15 +356,23 @@ Progress = Callable[[int], None]
 
 
 def _calibrate(sweep: Sweep, done: dict[int, list[Row]], progress: Progress | None) -> int:
-    """Run the first units here until ~20 ms have passed; return units per task."""
+    """Run the first units here for ~30 ms; return units per task.
+
+    The first unit only warms up (imports, caches) and is not timed; a task is sized
+    from the median of the others, so one slow unit does not shrink every task.
+    """
     began = time.perf_counter()
+    costs: list[float] = []
     unit = 0
-    while unit < sweep.units and (unit == 0 or time.perf_counter() - began < 0.02):
+    while unit < sweep.units and (unit < 2 or time.perf_counter() - began < 0.03):
+        start = time.perf_counter()
         done[unit] = run_units(sweep, unit, unit + 1)[1]
+        if unit:
+            costs.append(time.perf_counter() - start)
         unit += 1
         if progress:
             progress(1)
-    per_unit = (time.perf_counter() - began) / unit
+    per_unit = max(statistics.median(costs) if costs else 1.0, 1e-6)
     return max(1, min(math.ceil(TASK_TARGET_S / per_unit), math.floor(TASK_CEILING_S / per_unit)))
 
 
