@@ -181,7 +181,10 @@ class DeferredSite(Site):
 Times = npt.NDArray[np.float64]
 _STREAMS: OrderedDict[tuple[int, float, float, float], tuple[Times, bool]] = OrderedDict()
 _STREAMS_KEPT = 64
+# A longer stream is counted in constant memory instead; and all kept streams together
+# stay under this many arrival times (8 bytes each).
 _STREAM_MAX_KEPT = 1 << 20
+_STREAMS_MAX_TOTAL = 1 << 22
 _NUMPY_MT = np.random.RandomState()
 # Uniforms drawn for a stream: enough for all but ~1 in 10^6 streams (5 sigma above the
 # mean); a stream that runs out is drawn again, twice as long.
@@ -218,8 +221,11 @@ def _arrivals_before(
             return _counts_streamed(seed, rps, start_s, end_s, bounds)
         kept = _draw(seed, rps, start_s, end_s)
         _STREAMS[key] = kept
-        if len(_STREAMS) > _STREAMS_KEPT:
-            _STREAMS.popitem(last=False)
+        total = sum(len(times) for times, _ in _STREAMS.values())
+        while len(_STREAMS) > 1 and (
+            len(_STREAMS) > _STREAMS_KEPT or total > _STREAMS_MAX_TOTAL
+        ):
+            total -= len(_STREAMS.popitem(last=False)[1][0])
     else:
         _STREAMS.move_to_end(key)
     times, exact = kept
