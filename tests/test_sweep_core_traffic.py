@@ -52,3 +52,14 @@ def test_stream_that_runs_out_is_drawn_again(monkeypatch: pytest.MonkeyPatch) ->
     seed, bounds = (1 << 50) + 3, [(0.0, NOT_FOUND), (100.0, SERVED), (300.0, BAD_GATEWAY)]
     expected = _site(bounds).tally(30.0, 600.0, 5.0, random.Random(seed))
     assert _site(bounds).tally_seeded(30.0, 600.0, 5.0, seed) == expected
+
+
+def test_stream_too_long_to_keep_is_counted_step_by_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream over the kept-size limit is counted in constant memory, with equal counts."""
+    monkeypatch.setattr(site_mod, "_STREAM_MAX_KEPT", 10)
+    site_mod._STREAMS.clear()
+    seed, bounds = (1 << 45) + 11, [(0.0, NOT_FOUND), (31.5, SERVED), (31.5, BAD_GATEWAY),
+                                    (200.0, SERVED), (450.0, NOT_FOUND)]
+    expected = _site(bounds).tally(30.0, 600.0, 5.0, random.Random(seed))
+    assert _site(bounds).tally_seeded(30.0, 600.0, 5.0, seed) == expected
+    assert not site_mod._STREAMS
