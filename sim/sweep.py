@@ -239,14 +239,14 @@ def from_spec(spec: SweepFile, sweep_dir: Path, default_name: str = "sweep") -> 
     scenario_name, base = _base_raw(spec.scenario, sweep_dir, spec.set)
     axes: list[tuple[str, tuple[Scalar, ...]]] = []
     for key, axis in spec.axes.items():
+        if len(key.split(".")) > 2 or not all(key.split(".")):
+            raise BadInput(f"axes.{key}: keys are 'field' or 'table.field'")
         try:
             values = axis if isinstance(axis, list) else axis.values()
         except ValueError as error:
             raise BadInput(f"axes.{key}: {error}") from None
         if not values:
             raise BadInput(f"axes.{key}: needs at least one value")
-        if len(key.split(".")) > 2:
-            raise BadInput(f"axes.{key}: keys are 'field' or 'table.field'")
         # Scenario fields are independent, so checking each value alone checks every point.
         for value in dict.fromkeys(values):
             validate(_with_values(base, [(key, value)]), f"axes.{key} = {value!r}")

@@ -151,6 +151,9 @@ BAD = {
                     '"check.look_delay_s" = { start = 5, stop = 1, step = 1 }\n', "empty range"),
     "bad step": ('scenario = "sept25-crash-loop"\n[axes]\n'
                  '"check.look_delay_s" = { start = 1, stop = 5, step = 0 }\n', "axes.check"),
+    "deep key": ('scenario = "sept25-crash-loop"\n[axes]\n"a.b.c" = [1]\n', "'table.field'"),
+    "empty list": ('scenario = "sept25-crash-loop"\n[axes]\n"check.look_delay_s" = []\n',
+                   "at least one value"),
     "unknown check": ('scenario = "sept25-crash-loop"\nchecks = ["counted"]\n', "unknown check"),
     "no seeds": ('scenario = "sept25-crash-loop"\nseeds = 0\n', "seeds"),
     "heatmap axis": ('scenario = "sept25-crash-loop"\n[axes]\n"check.look_delay_s" = [1]\n'
