@@ -6,20 +6,23 @@ from collections import deque
 
 from checks import Event
 
-# An event as the machine records it: the arguments of ``Event`` in field order. It
-# becomes an ``Event`` only if a look reads it, and then only once.
-Record = tuple[str, str, int, str, int | None, bool, bool, bool, int]
+# An event as the machine records it: type, status, time in simulated seconds, then the
+# exit fields in ``Event`` order. It becomes an ``Event`` (platform ms) only if a look
+# reads it, and then only once: a crash loop nobody looks at costs a tuple per event.
+Record = tuple[str, str, float, int | None, bool, bool, bool, int]
 
 
 class EventLog:
     """The newest ``cap`` events of one machine; older ones are dropped and counted."""
 
-    __slots__ = ("_events", "_view", "_view_at", "appended", "cap")
+    __slots__ = ("_events", "_view", "_view_at", "appended", "cap", "epoch_ms")
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, epoch_ms: int = 0) -> None:
         if cap < 1:
             raise ValueError(f"event_log_cap must be at least 1, got {cap}")
         self.cap = cap
+        #: Platform time of simulated second 0, for the timestamps of records.
+        self.epoch_ms = epoch_ms
         # An entry is an Event or a Record: a record becomes an Event only when a look
         # reads the list, so a crash loop nobody looks at builds no Event objects.
         self._events: deque[Event | Record] = deque(maxlen=cap)
@@ -33,9 +36,17 @@ class EventLog:
         self.appended += 1
 
     def record(self, record: Record) -> None:
-        """Record an event given as its ``Event`` arguments (built when first read)."""
+        """Record an event given as a ``Record`` (the ``Event`` is built when first read)."""
         self._events.append(record)
         self.appended += 1
+
+    def event(self, record: Record) -> Event:
+        """The ``Event`` a record stands for: its time as integer platform milliseconds."""
+        kind, status, at_s, exit_code, oom_killed, requested_stop, restarting, count = record
+        return Event(
+            kind, status, self.epoch_ms + round(at_s * 1000), "flyd", exit_code, oom_killed,
+            requested_stop, restarting, count,
+        )
 
     @property
     def dropped(self) -> int:
@@ -46,8 +57,9 @@ class EventLog:
         """The visible events as the API returns them: newest first."""
         if self._view_at != self.appended:
             events = self._events
+            event = self.event
             view = tuple(
-                entry if type(entry) is Event else Event(*entry)  # type: ignore[misc]
+                entry if type(entry) is Event else event(entry)  # type: ignore[arg-type]
                 for entry in reversed(events)
             )
             # Keep the Events built, so the next look builds only the newer ones.

@@ -60,7 +60,7 @@ class Machine:
         self.on_state = on_state
         self.state = "created"
         self.image: Image | None = None
-        self.log = EventLog(rules.event_log_cap)
+        self.log = EventLog(rules.event_log_cap, rules.epoch_ms)
         #: Every crash ever, uncapped: what the reconciler and the ground truth see.
         self.crashes: list[tuple[float, str]] = []
         #: The platform's monotonic restart counter (exposed only if the rules say so).
@@ -243,7 +243,6 @@ class Machine:
         jitter = rules.jitter
         boot_s = behavior.boot_s(rules.boot_s)
         restart_policy = rules.restart_policy
-        epoch_ms = rules.epoch_ms
         history = self.history
         all_events = self.all_events
         log = self.log
@@ -264,14 +263,11 @@ class Machine:
             # Read each time: an observer (the oracle) may swap the hook before a run.
             if self.on_state is not None:
                 self.on_state(self)
-            record: Record = (
-                "start", "started", epoch_ms + round(now * 1000), "flyd",
-                None, False, False, False, 0,
-            )
+            record: Record = ("start", "started", now, None, False, False, False, 0)
             if all_events is None:
                 log.record(record)
             else:
-                all_events.append(Event(*record))
+                all_events.append(log.event(record))
                 log.append(all_events[-1])
             crash = behavior.crash(starts, rng, jitter)
             if crash is None:
@@ -284,13 +280,13 @@ class Machine:
                 restart_policy == "on-failure" and restarts < rules.max_retries
             )
             record = (
-                "exit", "stopped", epoch_ms + round(now * 1000), "flyd",
-                crash.exit_code, crash.oom_killed, False, restarting, restarts,
+                "exit", "stopped", now, crash.exit_code, crash.oom_killed, False, restarting,
+                restarts,
             )
             if all_events is None:
                 log.record(record)
             else:
-                all_events.append(Event(*record))
+                all_events.append(log.event(record))
                 log.append(all_events[-1])
             if flips is not None:
                 flips.append((now, -1))
