@@ -97,15 +97,32 @@ class Site:
         Gives the same counts as ``tally(..., random.Random(seed))`` but costs a few
         array operations instead of a Python step per request.
         """
+        segments = self.segments
+        ends = [begin for begin, _ in segments[1:]]
+        ends.append(end_s)
+        before = arrivals_before(seed, rps, start_s, end_s, ends) if rps > 0 else [0] * len(ends)
         counts = {SERVED: 0, NOT_FOUND: 0, BAD_GATEWAY: 0}
-        bounds = [*self.segments, (end_s, "")]
-        if rps > 0:
-            before = arrivals_before(seed, rps, start_s, end_s, [b for b, _ in bounds[1:]])
-            previous = 0
-            for (_, outcome), upto in zip(bounds, before, strict=False):
-                counts[outcome] += upto - previous
-                previous = upto
-        return self._tally(counts, bounds, start_s, end_s)
+        down_s = 0.0
+        live_seen = False
+        previous = 0
+        # One pass: requests per segment, and 404 time once the site had been up (as _tally).
+        for (begin, outcome), finish, upto in zip(segments, ends, before, strict=True):
+            counts[outcome] += upto - previous
+            previous = upto
+            if outcome != NOT_FOUND:
+                live_seen = True
+            elif live_seen:
+                lo = begin if begin > start_s else start_s
+                hi = finish if finish < end_s else end_s
+                if hi > lo:
+                    down_s += hi - lo
+        return SiteTally(
+            requests=previous,
+            served=counts[SERVED],
+            not_found=counts[NOT_FOUND],
+            bad_gateway=counts[BAD_GATEWAY],
+            down_s=round(down_s, 3),
+        )
 
     def _tally(
         self, counts: dict[str, int], bounds: list[tuple[float, str]], start_s: float, end_s: float
