@@ -32,7 +32,7 @@ import simpy
 from checks import Look, Step, Verdict, Wait, make_check
 from sim import scenario as scenarios
 from sim.scenario import Scenario
-from sim.sweep import load_sweep, run_sweep
+from sim.sweep import SweepResult, load_sweep, run_sweep
 from sim.world import run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,7 +180,8 @@ def bench_sweep(rounds: int = 3) -> None:
     """The shipped 10,000-point sweep on 1 process and on 2 local workers, best of rounds."""
     sweep = load_sweep(ROOT / "scenarios" / "sweeps" / "crash_period_vs_look_delay.toml")
     before = burn_speedup()
-    ones, twos = [], []
+    ones: list[SweepResult] = []
+    twos: list[SweepResult] = []
     for r in range(rounds):
         pair = [(ones, 1), (twos, 2)]
         for times, workers in pair if r % 2 == 0 else reversed(pair):
