@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from sim.scenario import OUTCOMES
+
 # Outcomes a person must not miss are shouted.
 LOUD = {"missed": "MISSED", "false_alarm": "FALSE ALARM", "error": "ERROR"}
 
@@ -57,7 +59,7 @@ def side_by_side(report: dict[str, Any], run: dict[str, Any]) -> str:
 
 def summary(report: dict[str, Any]) -> str:
     """Many seeds: outcome counts per check, with mean downtime and decision time."""
-    outcomes = ["caught", "missed", "passed", "false_alarm", "undecided", "error"]
+    outcomes = list(OUTCOMES)
     seeds = [run["seed"] for run in report["runs"]]
     lines = [
         f"{report['scenario']} · {len(seeds)} seeds ({seeds[0]}…{seeds[-1]})",
