@@ -12,6 +12,7 @@ from checks import BUILTIN_CHECKS, Check
 from sim import report, scenario
 from sim.compare import compare
 from sim.loader import load_checks
+from sim.recording import Recorder, load_recordings, replay_all
 from sim.scenario import BadInput, parse_value
 from sim.world import run
 
@@ -59,7 +60,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     seed = loaded.seed if args.seed is None else args.seed
     if seed < 0:
         raise BadInput(f"--seed: must be 0 or more (got {seed})")
-    result = compare(loaded, checks, range(seed, seed + args.runs))
+    recorder = Recorder(
+        loaded.platform.epoch_ms + round(loaded.publish.at_s * 1000), loaded.check.model_dump()
+    )
+    result = compare(
+        loaded, checks, range(seed, seed + args.runs), on_result=recorder if args.record else None
+    )
+    if args.record:
+        recorder.save(args.record)
+        print(f"looks recorded to {args.record}", file=sys.stderr)
     if args.timeline:
         write_timeline(args.timeline, loaded, checks, seed)
     if args.json:
@@ -81,6 +90,17 @@ def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], se
 
     save_timeline(path, loaded, [run(loaded, seed, check, trace=True) for check in checks])
     print(f"timeline written to {path}", file=sys.stderr)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
+    recordings = load_recordings(args.recording)
+    rows = replay_all(recordings, args.check, _options(args.check_opt))
+    if args.json:
+        print(json.dumps({"recording": args.recording, "results": rows}, separators=(",", ":")))
+        return EXIT_OK
+    print(report.replayed(args.recording, rows))
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,7 +141,29 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeline", metavar="FILE.png",
         help="also write a crash timeline of the first seed's world, one panel per check",
     )
+    comp.add_argument(
+        "--record", metavar="LOOKS.jsonl",
+        help="write every look of every run as Fly Machines API JSON, one look per line",
+    )
     comp.set_defaults(handler=cmd_compare)
+
+    rep = sub.add_parser(
+        "replay",
+        help="feed recorded looks (from --record or a real platform) to checks",
+        description="Replay a JSON Lines recording of looks (Fly Machines API objects) to "
+        "checks and print their verdicts. Each wait a check asks for is served by the next "
+        "recorded look at or after the time it is due; unknown fields are ignored.",
+    )
+    rep.add_argument("recording", help="a .jsonl file, one look per line")
+    rep.add_argument(
+        "--check", action="append", default=[], metavar="NAME",
+        help="a built-in check or package.module:name (default: all built-ins; a run "
+        "recorded by the simulator goes to the check that recorded it)",
+    )
+    rep.add_argument("--check-opt", action="append", default=[], metavar="KEY=VALUE",
+                     help="an option for a user check class (repeatable)")
+    rep.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    rep.set_defaults(handler=cmd_replay)
     return parser
 
 

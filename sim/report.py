@@ -93,3 +93,19 @@ def expectations(report: dict[str, Any]) -> str:
         for f in failed
     ]
     return "\n".join(lines)
+
+
+def replayed(path: str, rows: list[dict[str, Any]]) -> str:
+    """Replay results: a line per (recorded run, check), reasons wrapped beneath."""
+    lines = [f"{path}: {len(rows)} replay(s)", ""]
+    header = f"{'run':<28}{'check':<20}{'verdict':<9}{'decided':>10}{'looks':>12}"
+    lines.append(header)
+    for row in rows:
+        looks = f"{row['looks_used']}/{row['looks_recorded']}"
+        lines.append(
+            f"{(row['run'] or '-'):<28}{row['check']:<20}{row['verdict'] or 'none':<9}"
+            f"{_s(row['decided_at_s']):>10}{looks:>12}"
+        )
+        lines.append(textwrap.fill(row["reason"], width=96, initial_indent="    ",
+                                   subsequent_indent="    "))
+    return "\n".join(lines)
