@@ -103,6 +103,27 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_checks(args: argparse.Namespace) -> int:
+    """The built-in checks × shipped scenarios table (Markdown), as in the README."""
+    if args.runs < 1:
+        raise BadInput(f"--runs: must be at least 1 (got {args.runs})")
+    reports = []
+    for name in scenario.shipped():
+        loaded = scenario.load(name)
+        checks = load_checks([], loaded.check.model_dump())
+        reports.append(compare(loaded, checks, range(loaded.seed, loaded.seed + args.runs)))
+    rules = {
+        name: (cls.__doc__ or "").strip().splitlines()[0].replace("``", "`")
+        for name, cls in BUILTIN_CHECKS.items()
+    }
+    if args.json:
+        summary = {r["scenario"]: r["summary"] for r in reports}
+        print(json.dumps({"rules": rules, "runs": args.runs, "outcomes": summary}))
+    else:
+        print(report.checks_table(rules, reports, args.runs))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = _Parser(
@@ -164,6 +185,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="an option for a user check class (repeatable)")
     rep.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     rep.set_defaults(handler=cmd_replay)
+
+    table = sub.add_parser(
+        "checks",
+        help="the built-in checks, the rule each models, and its outcomes on every scenario",
+    )
+    table.add_argument("--runs", type=int, default=10, help="seeds per scenario (default 10)")
+    table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    table.set_defaults(handler=cmd_checks)
     return parser
 
 

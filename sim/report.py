@@ -109,3 +109,23 @@ def replayed(path: str, rows: list[dict[str, Any]]) -> str:
         lines.append(textwrap.fill(row["reason"], width=96, initial_indent="    ",
                                    subsequent_indent="    "))
     return "\n".join(lines)
+
+
+def _tally(counts: dict[str, int]) -> str:
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], OUTCOMES.index(kv[0])))
+    return ", ".join(f"{outcome.replace('_', ' ')} {n}" for outcome, n in ordered)
+
+
+def checks_table(rules: dict[str, str], reports: list[dict[str, Any]], runs: int) -> str:
+    """A Markdown table: each check, the rule it models, its outcomes on each scenario."""
+    names = [r["scenario"] for r in reports]
+    lines = [
+        "| check | rule it models | " + " | ".join(f"`{n}`" for n in names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    for check, rule in rules.items():
+        cells = [_tally(r["summary"].get(check, {})) for r in reports]
+        lines.append(f"| `{check}` | {rule} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(f"Outcomes over {runs} seeds per scenario, from each scenario's own seed.")
+    return "\n".join(lines)
