@@ -5,9 +5,16 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from checks.timing import DEFAULT_MAX_REHEAL_S, DrainTiming
 from sim.scenario import BadInput, apply_sets, format_error, scenarios_dir
@@ -48,11 +55,13 @@ class DeployTable(_Table):
     lock: bool = False
     verify: bool = False
 
-    @model_validator(mode="after")
-    def _start_range(self) -> Self:
-        if self.start_max_s < self.start_min_s:
-            raise ValueError("start_max_s must be at least start_min_s")
-        return self
+    @field_validator("start_max_s")
+    @classmethod
+    def _start_range(cls, value: float, info: ValidationInfo) -> float:
+        low = info.data.get("start_min_s")
+        if low is not None and value < low:
+            raise ValueError(f"must be at least start_min_s ({low:g})")
+        return value
 
 
 class WatchdogTable(_Table):
