@@ -80,11 +80,54 @@ def test_balancer_notices_a_dead_target_within_interval_times_threshold() -> Non
     server.stop_listening()
     env.run(until=200)
     (transition,) = balancer.transitions
-    assert not transition.healthy
+    assert transition.healthy is False
+    assert transition.target == 0
     assert 100 + RULES.interval_s < transition.at_s <= 100 + 2 * RULES.interval_s
     failed = [p for p in balancer.probes if p.at_s >= 100]
     assert [p.answer for p in failed[:2]] == ["refused", "refused"]
     assert failed[1].at_s == transition.at_s
+
+
+def test_a_target_dead_before_the_first_probe_still_needs_the_full_threshold() -> None:
+    """The unhealthy streak starts at zero: the first failed probe alone does not flip a target."""
+    env = simpy.Environment()
+    server = _server(env)
+    rules = HealthRules(interval_s=5, unhealthy_threshold=2, healthy_threshold=2)
+    balancer = LoadBalancer(env, [server], rules, random.Random(4), lambda: None)
+    server.stop_listening()
+    first = 1e-9
+    env.run(until=5 + first)
+    assert [p.answer for p in balancer.probes] == ["refused"]
+    assert balancer.healthy == [True]
+    env.run(until=10 + first)
+    assert balancer.healthy == [False]
+
+
+def test_balancer_records_which_target_each_probe_and_transition_was_for() -> None:
+    """Probes and opinion changes name their target; a recovered target is marked healthy."""
+    env = simpy.Environment()
+    servers = [_server(env), _server(env)]
+    balancer = LoadBalancer(env, servers, RULES, random.Random(6), lambda: None)
+    servers[1].stop_listening()
+    env.run(until=20)
+    servers[1].listening = True
+    env.run(until=60)
+    assert {p.target for p in balancer.probes} == {0, 1}
+    assert sum(1 for p in balancer.probes if p.target == 1 and p.answer == "refused") >= 2
+    assert [(t.target, t.healthy) for t in balancer.transitions] == [(1, False), (1, True)]
+
+
+def test_probe_phases_spread_over_the_whole_first_interval() -> None:
+    """Each target's first probe comes uniformly within [0, interval_s)."""
+    env = simpy.Environment()
+    servers = [_server(env) for _ in range(100)]
+    rules = HealthRules(interval_s=2, unhealthy_threshold=2, healthy_threshold=2)
+    balancer = LoadBalancer(env, servers, rules, random.Random(8), lambda: None)
+    env.run(until=2)
+    firsts = [p.at_s for p in balancer.probes]
+    assert len(firsts) == 100
+    assert min(firsts) < 0.25
+    assert max(firsts) > 1.75
 
 
 def test_balancer_probes_each_target_every_interval() -> None:

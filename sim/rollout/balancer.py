@@ -120,4 +120,4 @@ class LoadBalancer:
             waiting = [w for w in self._waiters if w[0] == target]
             self._waiters = [w for w in self._waiters if w[0] != target]
             for _, event in waiting:
-                event.succeed(now)
+                event.succeed()
