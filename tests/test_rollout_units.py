@@ -151,11 +151,13 @@ def test_wait_healthy_fires_only_when_serving_and_marked_healthy() -> None:
     assert balancer.healthy == [False]
     server.compose_up("v2", 0)
     event = balancer.wait_healthy(0)
-    env.run(until=event)
-    healthy_at = env.now
-    oks = [p for p in balancer.probes if p.answer == "ok" and p.at_s > 30]
+    fired: list[float] = []
+    event.callbacks.append(lambda _event: fired.append(env.now))
+    env.run(until=60)
+    (transition,) = [t for t in balancer.transitions if t.healthy]
+    oks = [p for p in balancer.probes if p.answer == "ok" and 30 < p.at_s <= transition.at_s]
     assert len(oks) == RULES.healthy_threshold
-    assert oks[-1].at_s == healthy_at
+    assert fired == [transition.at_s]
     assert balancer.healthy == [True]
 
 
