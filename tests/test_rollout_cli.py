@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -126,3 +129,20 @@ def test_lint_timing_uses_the_configured_reheal_bound(
     assert main(["lint-timing", str(path), "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert [i["ok"] for i in report["invariants"]] == [True, False, True]
+
+
+def test_json_is_byte_identical_across_processes() -> None:
+    """Separate interpreters with different hash seeds print the same bytes for one seed."""
+    outputs = []
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run(
+            [sys.executable, "-m", "sim.rollout", "rollout", "original", "--runs", "2", "--json"],
+            capture_output=True,
+            check=True,
+            env=env,
+            text=True,
+        )
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1]
+    assert json.loads(outputs[0])["summary"]["runs"] == 2
