@@ -49,10 +49,32 @@ def test_rollout_table_shows_both_counts(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_rollout_set_overrides_a_setting(capsys: pytest.CaptureFixture[str]) -> None:
     """--set balancer.interval_s=30 turns the fixed deploy's 502 count positive."""
-    main(["rollout", "fixed", "--runs", "3", "--set", "balancer.interval_s=30", "--json"])
+    argv = ["rollout", "fixed", "--runs", "3", "--set", "balancer.interval_s=30", "--json"]
+    assert main(argv) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["config"]["balancer"]["interval_s"] == 30
     assert report["summary"]["bad_gateway_total"] > 0
+    assert report["expect"][0]["field"] == "bad_gateway"
+    assert report["expect"][0]["held"] is False
+
+
+@pytest.mark.parametrize("name", ["original", "intermediate", "fixed"])
+def test_shipped_scenarios_meet_their_expectations(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each shipped scenario's [expect] holds over 20 seeds: exit 0, every expectation held."""
+    assert main(["rollout", name, "--runs", "20", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["expect"]
+    assert all(e["held"] for e in report["expect"])
+
+
+def test_unmet_expectation_is_named_in_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """The human report says which expectation was not met and what the runs showed."""
+    sets = ["--set", "deploy.serve_after_drain_s=70", "--set", "deploy.stop_grace_period_s=80"]
+    assert main(["rollout", "original", *sets]) == 1
+    out = capsys.readouterr().out
+    assert "NOT MET: bad_gateway = 'every-run' (0 502s, 0/1 runs with any)" in out
 
 
 def test_rollout_accepts_a_toml_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

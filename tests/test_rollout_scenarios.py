@@ -134,3 +134,21 @@ def test_out_of_range_override_names_field_and_rule() -> None:
         load("fixed", ["balancer.interval_s=0"])
     with pytest.raises(BadInput, match=r"deploy\.start_max_s: .*at least start_min_s"):
         load("fixed", ["deploy.start_max_s=1"])
+
+
+def test_a_grace_period_shorter_than_the_drain_brings_502s_back() -> None:
+    """Breaking only the grace rule: the kill cuts the drain short and 502s return."""
+    scenario = load("fixed", ["deploy.stop_grace_period_s=5"])
+    verdicts = [t.ok for t in check_timing(scenario.drain_timing())]
+    assert verdicts == [True, True, False]
+    results = [run(scenario, seed) for seed in range(10)]
+    assert sum(r.bad_gateway for r in results) > 0
+    assert all(s.force_killed for r in results for s in r.servers)
+
+
+def test_a_shutdown_overrunning_the_grace_period_is_killed_without_502s() -> None:
+    """A kill after the balancer stopped routing costs no 502 but is reported as forced."""
+    scenario = load("fixed", ["deploy.shutdown_s=20"])
+    results = [run(scenario, seed) for seed in range(10)]
+    assert all(r.bad_gateway == 0 for r in results)
+    assert all(s.force_killed for r in results for s in r.servers)

@@ -8,6 +8,7 @@ from typing import Any
 
 from checks.timing import check_timing
 from sim.rollout.config import load
+from sim.rollout.expect import check_expectations
 from sim.rollout.report import lint_json, lint_text, rollout_json, rollout_table
 from sim.rollout.world import run
 from sim.scenario import BadInput
@@ -53,7 +54,7 @@ def add_lint_timing_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def rollout_command(args: argparse.Namespace) -> int:
-    """Run the scenario over the requested seeds and print the report; 0 when it ran."""
+    """Run the scenario over the seeds and print the report; 1 if an expectation failed."""
     scenario = load(args.scenario, args.sets)
     seed = scenario.seed if args.seed is None else args.seed
     if seed < 0:
@@ -62,11 +63,12 @@ def rollout_command(args: argparse.Namespace) -> int:
         raise BadInput(f"--runs {args.runs}: must be between 1 and {MAX_RUNS}")
     results = [run(scenario, s) for s in range(seed, seed + args.runs)]
     timing = check_timing(scenario.drain_timing(), scenario.timing.max_reheal_s)
+    expectations = check_expectations(scenario.expect, results)
     if args.json:
-        print(json.dumps(rollout_json(scenario, results, timing)))
+        print(json.dumps(rollout_json(scenario, results, timing, expectations)))
     else:
-        print(rollout_table(scenario, results, timing))
-    return 0
+        print(rollout_table(scenario, results, timing, expectations))
+    return 0 if all(e.held for e in expectations) else 1
 
 
 def lint_timing_command(args: argparse.Namespace) -> int:

@@ -94,6 +94,15 @@ class TimingTable(_Table):
     max_reheal_s: float = Field(DEFAULT_MAX_REHEAL_S, gt=0)
 
 
+class ExpectTable(_Table):
+    """``[expect]``: what the runs must show; ``testbed rollout`` exits 1 when it does not."""
+
+    #: ``zero``: no run has a 502; ``every-run``: each run has at least one.
+    bad_gateway: Literal["zero", "every-run"] | None = None
+    #: ``never``: no run reports success with a component missing.
+    silent_breakage: Literal["never"] | None = None
+
+
 class RolloutScenario(_Table):
     """One rolling deploy: fleet, balancer, deploy, watchdog, compose source, traffic."""
 
@@ -108,6 +117,7 @@ class RolloutScenario(_Table):
     compose: ComposeTable = ComposeTable()
     traffic: TrafficTable = TrafficTable()
     timing: TimingTable = TimingTable()
+    expect: ExpectTable = ExpectTable()
 
     def drain_timing(self) -> DrainTiming:
         """The numbers the timing invariants are about."""

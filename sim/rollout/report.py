@@ -7,6 +7,7 @@ from typing import Any
 
 from checks.timing import TimingResult
 from sim.rollout.config import RolloutScenario
+from sim.rollout.expect import Expectation
 from sim.rollout.result import RolloutResult
 
 
@@ -36,16 +37,23 @@ def aggregate(results: Sequence[RolloutResult]) -> dict[str, Any]:
 
 
 def rollout_json(
-    scenario: RolloutScenario, results: Sequence[RolloutResult], timing: Sequence[TimingResult]
+    scenario: RolloutScenario,
+    results: Sequence[RolloutResult],
+    timing: Sequence[TimingResult],
+    expectations: Sequence[Expectation] = (),
 ) -> dict[str, Any]:
     """The whole report as one JSON-ready mapping."""
     return {
         "scenario": scenario.name,
         "description": scenario.description,
-        "config": scenario.model_dump(exclude={"name", "description", "seed"}),
+        "config": scenario.model_dump(exclude={"name", "description", "seed", "expect"}),
         "timing": timing_json(timing),
         "runs": [r.summary() for r in results],
         "summary": aggregate(results),
+        "expect": [
+            {"field": e.field, "expected": e.expected, "held": e.held, "observed": e.observed}
+            for e in expectations
+        ],
     }
 
 
@@ -71,7 +79,10 @@ def describe(scenario: RolloutScenario) -> str:
 
 
 def rollout_table(
-    scenario: RolloutScenario, results: Sequence[RolloutResult], timing: Sequence[TimingResult]
+    scenario: RolloutScenario,
+    results: Sequence[RolloutResult],
+    timing: Sequence[TimingResult],
+    expectations: Sequence[Expectation] = (),
 ) -> str:
     """A table of runs, then the totals and the timing invariants."""
     lines = [f"rollout {scenario.name}: {describe(scenario)}", ""]
@@ -101,6 +112,12 @@ def rollout_table(
         "timing invariants:",
         *(f"  {t.explain()}" for t in timing),
     ]
+    if expectations:
+        lines += ["", "expectations:"]
+        lines += [
+            f"  {'held' if e.held else 'NOT MET'}: {e.field} = {e.expected!r} ({e.observed})"
+            for e in expectations
+        ]
     return "\n".join(lines)
 
 
