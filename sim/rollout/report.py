@@ -96,10 +96,11 @@ def rollout_table(
         lines.append(
             f"{r.seed:>6}  {r.deploy_status:<9}  {r.requests:>8}  {r.bad_gateway:>4}  "
             f"{r.draining_503:>9}  {_share(r.non_200, r.answered):>13}  "
-            f"{_share(r.bad_gateway, r.requests):>12}  {missing or '-'}"
+            f"{_share(r.bad_gateway, r.answered):>12}  {missing or '-'}"
         )
     total = aggregate(results)
     lines += [
+        "(shares are of every response logged: user requests and answered health checks)",
         "",
         f"over {total['runs']} run(s): {total['bad_gateway_total']} requests got 502 "
         f"(mean {total['bad_gateway_mean']:g}, min {total['bad_gateway_min']}, "

@@ -90,8 +90,10 @@ class RolloutResult:
             "health_ok": self.health_ok,
             "draining_503": self.draining_503,
             "non_200": self.non_200,
+            "answered": self.answered,
+            # Both rates are shares of the whole access log, so they compare directly.
             "non_200_rate": _rate(self.non_200, self.answered),
-            "bad_gateway_rate": _rate(self.bad_gateway, self.requests),
+            "bad_gateway_rate": _rate(self.bad_gateway, self.answered),
             "silent_breakage": self.silent_breakage,
             "repairs_mid_deploy": self.repairs_mid_deploy,
             "servers": [
