@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck clean mutate
+.PHONY: demo test lint typecheck notebooks clean mutate
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,15 +21,23 @@ $(STAMP_DEV): pyproject.toml | $(BIN)/python
 
 demo: $(STAMP_RUN)
 	$(BIN)/testbed compare sept25-crash-loop
+	@mkdir -p out
+	$(BIN)/testbed compare sept25-crash-loop --json --timeline out/sept25-crash-loop.png > /dev/null
 
 test: $(STAMP_DEV)
-	$(BIN)/ruff check checks sim scenarios tests benchmarks
+	$(BIN)/ruff check .
 	$(BIN)/mypy
-	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest
-	$(BIN)/python -m pytest --nbmake notebooks -p no:randomly
+	HYPOTHESIS_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest --nbmake tests notebooks
+
+# JupyterLab is not part of the test run: it comes with the `notebooks` extra.
+# Extra options go through LAB_ARGS, e.g. make notebooks LAB_ARGS="--no-browser --port 8899".
+LAB_ARGS ?=
+notebooks: $(STAMP_DEV)
+	$(BIN)/python -m pip install --quiet -e '.[dev,notebooks]'
+	$(BIN)/jupyter lab notebooks/ $(LAB_ARGS)
 
 lint: $(STAMP_DEV)
-	$(BIN)/ruff check checks sim scenarios tests benchmarks
+	$(BIN)/ruff check .
 
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy

@@ -6,12 +6,20 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from checks.breaker import CircuitBreakerCheck
+from checks.flyctl import FlyctlSmokeCheck
 from checks.layered import CountCheck, TimestampCheck
+from checks.minhealthy import MinHealthyTimeCheck
 from checks.protocol import Check
+from checks.restarts import RestartCounterCheck
 
 BUILTIN_CHECKS: dict[str, type[Any]] = {
     "count": CountCheck,
     "timestamp": TimestampCheck,
+    "flyctl-smoke": FlyctlSmokeCheck,
+    "min-healthy-time": MinHealthyTimeCheck,
+    "restart-counter": RestartCounterCheck,
+    "circuit-breaker": CircuitBreakerCheck,
 }
 
 

@@ -47,7 +47,9 @@ class Machine:
         machine_id: str,
         rules: PlatformRules,
         rng: random.Random,
+        *,
         on_state: Callable[[Machine], None] | None = None,
+        trace: bool = False,
     ) -> None:
         self.env = env
         self.id = machine_id
@@ -62,6 +64,9 @@ class Machine:
         #: The platform's monotonic restart counter (exposed only if the rules say so).
         self.restarts_total = 0
         self._process: simpy.Process | None = None
+        #: With ``trace``: every (time, state) change and every event, uncapped, for plots.
+        self.history: list[tuple[float, str]] | None = [] if trace else None
+        self.all_events: list[Event] | None = [] if trace else None
 
     def now_ms(self) -> int:
         """The platform clock in integer milliseconds."""
@@ -116,11 +121,16 @@ class Machine:
 
     def _set_state(self, state: str) -> None:
         self.state = state
+        if self.history is not None:
+            self.history.append((self.env.now, state))
         if self.on_state is not None:
             self.on_state(self)
 
     def _record(self, kind: str, status: str, **exit_fields: Any) -> None:
-        self.log.append(Event(kind, status, self.now_ms(), **exit_fields))
+        event = Event(kind, status, self.now_ms(), **exit_fields)
+        self.log.append(event)
+        if self.all_events is not None:
+            self.all_events.append(event)
 
     def _jittered(self, seconds: float) -> float:
         jitter = self.rules.jitter

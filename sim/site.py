@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass
 
@@ -69,7 +70,7 @@ class Site:
         bounds = [*self.segments, (end_s, "")]
         down_s = 0.0
         live_seen = False
-        for (begin, outcome), (finish, _) in zip(bounds, bounds[1:], strict=False):
+        for (begin, outcome), (finish, _) in itertools.pairwise(bounds):
             live_seen = live_seen or outcome != NOT_FOUND
             lo, hi = max(begin, start_s), min(finish, end_s)
             # 404s count as downtime only once the site had been up: a first publish's

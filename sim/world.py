@@ -9,7 +9,7 @@ from typing import Any
 
 import simpy
 
-from checks import Check, Look, Verdict, Wait
+from checks import Check, Event, Look, Verdict, Wait
 from sim.machine import Image, Machine
 from sim.scenario import Scenario
 from sim.site import DOWN_STATES, Site, SiteTally
@@ -26,6 +26,28 @@ class RecordedLook:
     dropped: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class MachineTrace:
+    """Everything one machine did in a run: state changes and every event, none dropped."""
+
+    id: str
+    states: tuple[tuple[float, str], ...]
+    events: tuple[Event, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """The full story of a run, for timelines: times in simulated seconds from 0."""
+
+    publish_at_s: float
+    horizon_s: float
+    epoch_ms: int
+    machines: tuple[MachineTrace, ...]
+    site: tuple[tuple[float, str], ...]
+    previous_image: str | None
+    release_image: str
+
+
 @dataclass
 class RunResult:
     """What one check concluded in one world, and what that cost the site."""
@@ -40,6 +62,7 @@ class RunResult:
     looks: list[RecordedLook]
     bad: bool
     error: str | None = None
+    trace: Trace | None = None
 
     @property
     def outcome(self) -> str:
@@ -48,6 +71,8 @@ class RunResult:
             return "error"
         if self.verdict is None:
             return "undecided"
+        if not self.verdict.judged:
+            return "blind"
         if self.bad:
             return "missed" if self.verdict.ok else "caught"
         return "passed" if self.verdict.ok else "false_alarm"
@@ -79,7 +104,7 @@ class World:
         return self.scenario.platform.epoch_ms + round(self.publish_at_s * 1000)
 
 
-def build(scenario: Scenario, seed: int) -> World:
+def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
     """Lay out the world: machines running the previous release (or nothing), the site."""
     env = simpy.Environment()
     root = random.Random(seed)
@@ -97,7 +122,7 @@ def build(scenario: Scenario, seed: int) -> World:
     site = Site(env, live="previous" if previous else None)
     width = len(str(scenario.release.machines))
     machines = [
-        Machine(env, f"m{i:0{width}d}", rules, rng, on_state=site.machine_changed)
+        Machine(env, f"m{i:0{width}d}", rules, rng, on_state=site.machine_changed, trace=trace)
         for i, rng in enumerate(machine_rngs, start=1)
     ]
     return World(
@@ -221,11 +246,32 @@ def ground_truth(scenario: Scenario, seed: int) -> bool:
     return release_crashes(world)
 
 
-def run(scenario: Scenario, seed: int, check: Check, bad: bool | None = None) -> RunResult:
-    """Run one world with one check to the horizon and classify the outcome."""
+def _trace(world: World) -> Trace:
+    return Trace(
+        publish_at_s=world.publish_at_s,
+        horizon_s=world.scenario.horizon_s,
+        epoch_ms=world.scenario.platform.epoch_ms,
+        machines=tuple(
+            MachineTrace(m.id, tuple(m.history or ()), tuple(m.all_events or ()))
+            for m in world.machines
+        ),
+        site=tuple(world.site.segments),
+        previous_image=world.previous.ref if world.previous else None,
+        release_image=world.release.ref,
+    )
+
+
+def run(
+    scenario: Scenario, seed: int, check: Check, bad: bool | None = None, trace: bool = False
+) -> RunResult:
+    """Run one world with one check to the horizon and classify the outcome.
+
+    ``trace`` keeps every state change and event (uncapped) for timelines; it costs
+    memory, so sweeps leave it off.
+    """
     if bad is None:
         bad = ground_truth(scenario, seed)
-    world = build(scenario, seed)
+    world = build(scenario, seed, trace=trace)
     env = world.env
     env.process(_previous_release(world))
     env.process(_publish(world, check))
@@ -244,4 +290,5 @@ def run(scenario: Scenario, seed: int, check: Check, bad: bool | None = None) ->
         looks=world.looks,
         bad=bad,
         error=world.error,
+        trace=_trace(world) if trace else None,
     )

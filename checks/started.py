@@ -1,0 +1,55 @@
+"""The phase every platform check opens with: poll until every machine reads started."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from checks.model import Look, Verdict, Wait
+from checks.reasons import describe
+
+
+def wait_at_least(seconds: float) -> Wait:
+    """Wait ``seconds`` rounded up to a whole millisecond (at least one), the clock's tick.
+
+    A wait a fraction of a millisecond short of a deadline would take the next look at
+    the same millisecond, still short of it, and again, forever.
+    """
+    return Wait(max(1, math.ceil(round(seconds * 1000, 6))) / 1000)
+
+
+def first_all_started(looks: Sequence[Look]) -> int | None:
+    """The index of the first look in which every machine reads ``started``, if any."""
+    return next(
+        (i for i, look in enumerate(looks) if all(m.state == "started" for m in look.machines)),
+        None,
+    )
+
+
+def await_started(
+    publish_started_ms: int,
+    looks: Sequence[Look],
+    *,
+    start_timeout_s: float,
+    poll_s: float,
+    check: str,
+) -> Wait | Verdict | int:
+    """The index of the first all-started look, or the next poll, or the start-timeout verdict."""
+    if not looks:
+        return Wait(0.0)
+    found = first_all_started(looks)
+    if found is not None:
+        return found
+    latest = looks[-1]
+    waited_s = (latest.at_ms - publish_started_ms) / 1000
+    if waited_s >= start_timeout_s:
+        waiting = next(m for m in latest.machines if m.state != "started")
+        return Verdict(
+            False,
+            f"{check}: machine {waiting.id} never read started within {start_timeout_s:g} s of "
+            f"the publish ({describe(waiting, publish_started_ms)}); check the image's start "
+            "command and boot time",
+            waiting.id,
+            layer="start-timeout",
+        )
+    return wait_at_least(min(poll_s, start_timeout_s - waited_s))

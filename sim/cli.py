@@ -1,0 +1,140 @@
+"""The ``testbed`` command line: list, compare (and the subcommands other modules add)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from checks import BUILTIN_CHECKS, Check
+from sim import report, scenario
+from sim.compare import compare
+from sim.loader import load_checks
+from sim.scenario import BadInput, parse_value
+from sim.world import run
+
+EXIT_OK, EXIT_EXPECTATION, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the project's contract: a one-line error and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see --help)\n")
+
+
+def _options(items: list[str]) -> dict[str, Any]:
+    options = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BadInput(f"--check-opt {item!r}: expected KEY=VALUE")
+        options[key] = parse_value(value)
+    return options
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print the shipped scenarios, one line each."""
+    shipped = scenario.shipped()
+    width = max((len(n) for n in shipped), default=0)
+    for name in shipped:
+        loaded = scenario.load(name)
+        first = loaded.description.strip().split("\n")[0]
+        print(f"{name:<{width}}  {first}")
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Run the checks side by side in the same world(s)."""
+    loaded = scenario.load(args.scenario, args.set)
+    if args.runs < 1:
+        raise BadInput(f"--runs: must be at least 1 (got {args.runs})")
+    checks = load_checks(args.check, loaded.check.model_dump(), _options(args.check_opt))
+    names = [getattr(c, "name", "") for c in checks]
+    for key in loaded.expect:
+        if key not in BUILTIN_CHECKS and key not in names:
+            raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)})")
+    seed = loaded.seed if args.seed is None else args.seed
+    if seed < 0:
+        raise BadInput(f"--seed: must be 0 or more (got {seed})")
+    result = compare(loaded, checks, range(seed, seed + args.runs))
+    if args.timeline:
+        write_timeline(args.timeline, loaded, checks, seed)
+    if args.json:
+        print(json.dumps(result, indent=None, separators=(",", ":")))
+    else:
+        if args.runs == 1:
+            print(report.side_by_side(result, result["runs"][0]))
+        else:
+            print(report.summary(result))
+        if text := report.expectations(result):
+            print(text)
+    return EXIT_EXPECTATION if result["expectations_failed"] else EXIT_OK
+
+
+def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], seed: int) -> None:
+    """Re-run each check in the first seed's world with a trace and save the timeline figure."""
+    # matplotlib takes a while to import: load it only when a timeline is asked for.
+    from sim.plot import save_timeline  # noqa: PLC0415
+
+    save_timeline(path, loaded, [run(loaded, seed, check, trace=True) for check in checks])
+    print(f"timeline written to {path}", file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    parser = _Parser(
+        prog="testbed",
+        description="Find the worlds in which a deploy health check gives the wrong verdict.",
+        epilog="exit status: 0 ran, 1 a declared [expect] did not hold, 2 bad input",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    listing = sub.add_parser("list", help="the shipped scenarios, one line each")
+    listing.set_defaults(handler=cmd_list)
+
+    comp = sub.add_parser(
+        "compare",
+        help="run checks side by side in the same simulated world",
+        description="Run each check in the same simulated world (same seed) and compare "
+        "verdicts, outcomes against the ground truth, and what each cost the site.",
+    )
+    comp.add_argument("scenario", help="a shipped scenario name (see `testbed list`) or a .toml path")
+    comp.add_argument(
+        "--check", action="append", default=[], metavar="NAME",
+        help=f"a built-in check ({', '.join(BUILTIN_CHECKS)}) or package.module:name; "
+        "repeat for several (default: all built-ins)",
+    )
+    comp.add_argument(
+        "--check-opt", action="append", default=[], metavar="KEY=VALUE",
+        help="an option for a user check class (repeatable)",
+    )
+    comp.add_argument("--seed", type=int, help="seed of the first world (default: the scenario's)")
+    comp.add_argument("--runs", type=int, default=1, help="run seeds SEED … SEED+N-1 (default 1)")
+    comp.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE",
+        help="override a scenario value, e.g. --set platform.event_log_cap=3 (repeatable)",
+    )
+    comp.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    comp.add_argument(
+        "--timeline", metavar="FILE.png",
+        help="also write a crash timeline of the first seed's world, one panel per check",
+    )
+    comp.set_defaults(handler=cmd_compare)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``testbed`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except BadInput as error:
+        print(f"testbed: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

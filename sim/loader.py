@@ -1,0 +1,63 @@
+"""Checks by name: the built-ins, or a user's object given as ``package.module:name``."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from checks import BUILTIN_CHECKS, Check, make_check
+from sim.scenario import BadInput
+
+
+def _user_check(spec: str, options: Mapping[str, Any], extra: Mapping[str, Any]) -> Check:
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise BadInput(f"--check {spec!r}: expected a built-in name or package.module:name")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # any import-time failure of user code is bad input
+        raise BadInput(f"--check {spec}: cannot import {module_name} ({error})") from None
+    target = getattr(module, attr, None)
+    if target is None:
+        raise BadInput(f"--check {spec}: {module_name} has no attribute {attr!r}")
+    if inspect.isclass(target):
+        # A class gets the scenario's timing it declares, then the user's --check-opt values.
+        fields = (
+            {f.name for f in dataclasses.fields(target)}
+            if dataclasses.is_dataclass(target)
+            else set(inspect.signature(target).parameters)
+        )
+        kwargs = {k: v for k, v in options.items() if k in fields} | dict(extra)
+        try:
+            target = target(**kwargs)
+        except Exception as error:
+            raise BadInput(f"--check {spec}: cannot build it ({error})") from None
+    elif extra:
+        raise BadInput(f"--check-opt given, but {spec} is an object, not a class")
+    if not callable(getattr(target, "next", None)):
+        raise BadInput(f"--check {spec}: has no next(publish_started_ms, looks) method")
+    if not isinstance(getattr(target, "name", None), str):
+        with contextlib.suppress(AttributeError):
+            setattr(target, "name", attr)  # noqa: B010 -- target is an arbitrary user object
+    check: Check = target  # type: ignore[assignment]  # it has next(): checked above
+    return check
+
+
+def load_checks(
+    names: list[str], options: Mapping[str, Any], extra: Mapping[str, Any] | None = None
+) -> list[Check]:
+    """Build the named checks (default: every built-in) with the scenario's [check] options."""
+    built: list[Check] = []
+    for name in names or list(BUILTIN_CHECKS):
+        if name in BUILTIN_CHECKS:
+            built.append(make_check(name, options))
+        elif ":" in name:
+            built.append(_user_check(name, options, extra or {}))
+        else:
+            known = ", ".join(BUILTIN_CHECKS)
+            raise BadInput(f"--check {name!r}: unknown check (built-in: {known})")
+    return built
