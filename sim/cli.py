@@ -13,6 +13,8 @@ from sim import report, scenario
 from sim.compare import compare
 from sim.loader import load_checks
 from sim.recording import Recorder, load_recordings, replay_all
+from sim.rollout import config as rollout_config
+from sim.rollout.cli import add_lint_timing_parser, add_rollout_parser
 from sim.scenario import BadInput, parse_value
 from sim.world import run
 
@@ -38,12 +40,15 @@ def _options(items: list[str]) -> dict[str, Any]:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print the shipped scenarios, one line each."""
-    shipped = scenario.shipped()
-    width = max((len(n) for n in shipped), default=0)
-    for name in shipped:
-        loaded = scenario.load(name)
-        first = loaded.description.strip().split("\n")[0]
-        print(f"{name:<{width}}  {first}")
+    publishes = {n: scenario.load(n).description for n in scenario.shipped()}
+    rollouts = {n: rollout_config.load(n).description for n in rollout_config.shipped()}
+    width = max(map(len, [*publishes, *rollouts]), default=0)
+    for title, found in (("publish scenarios (testbed compare NAME)", publishes),
+                         ("rollout scenarios (testbed rollout NAME)", rollouts)):
+        print(title)
+        for name, description in found.items():
+            first = " ".join(description.split())
+            print(f"  {name:<{width}}  {first}")
     return EXIT_OK
 
 
@@ -193,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--runs", type=int, default=10, help="seeds per scenario (default 10)")
     table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     table.set_defaults(handler=cmd_checks)
+
+    add_rollout_parser(sub)
+    add_lint_timing_parser(sub)
     return parser
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from checks import BUILTIN_CHECKS
+from sim import scenario
 from sim.cli import main
 
 
@@ -23,8 +24,9 @@ def test_list_names_every_shipped_scenario(capsys):
     """`testbed list` prints one line per shipped scenario."""
     assert main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    names = {line.split()[0] for line in lines}
-    assert {"sept25-crash-loop", "sleeping-api-crash-on-boot", "healthy-release", "gives-up"} <= names
+    names = {line.split()[0] for line in lines if line.startswith("  ")}
+    assert set(scenario.shipped()) <= names
+    assert {"original", "intermediate", "fixed"} <= names
 
 
 def test_compare_json_has_the_contract_shape(capsys):
