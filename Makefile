@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck notebooks clean
+.PHONY: demo test lint typecheck notebooks clean mutate
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,5 +42,13 @@ lint: $(STAMP_DEV)
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy
 
+# Mutation testing of the timing invariants and the drain/balancer code ([tool.mutmut]).
+mutate: $(STAMP_DEV)
+	rm -rf mutants
+	$(BIN)/mutmut run
+	$(BIN)/mutmut results
+	$(BIN)/mutmut export-cicd-stats
+	$(BIN)/python -c 'import json; s = json.load(open("mutants/mutmut-cicd-stats.json")); d, t = s["killed"] + s["timeout"], s["total"]; print("mutation score: %d/%d = %.1f%% (killed %d, timed out %d, survived %d)" % (d, t, 100 * d / t, s["killed"], s["timeout"], s["survived"]))'
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from checks.layered import describe, since
 from checks.model import Event, Look, MachineSnapshot, Verdict
 from checks.protocol import Step
+from checks.reasons import describe, since
 from checks.started import await_started, wait_at_least
 
 #: flyctl's error text when the smoke check fails, verbatim.

@@ -72,6 +72,9 @@ class Recording:
     publish_started_ms: int
     looks: tuple[Look, ...]
     run: str | None = None
+    #: The timing the recorded check ran with (testbed extension ``check_options``), so a
+    #: replay builds the check the same way.
+    check_options: Mapping[str, Any] | None = None
 
 
 class ReplayResult(NamedTuple):
@@ -151,7 +154,12 @@ def machine_to_api(machine: MachineSnapshot, look_at_ms: int | None = None) -> d
     return obj
 
 
-def look_to_json(look: Look, publish_started_ms: int, run: str | None = None) -> str:
+def look_to_json(
+    look: Look,
+    publish_started_ms: int,
+    run: str | None = None,
+    check_options: Mapping[str, Any] | None = None,
+) -> str:
     """One recording line (no newline) for a look."""
     obj: dict[str, Any] = {
         "at_ms": look.at_ms,
@@ -160,13 +168,16 @@ def look_to_json(look: Look, publish_started_ms: int, run: str | None = None) ->
     }
     if run is not None:
         obj["run"] = run
+    if check_options:
+        obj["check_options"] = dict(check_options)
     return json.dumps(obj, separators=(",", ":"))
 
 
 def dump_recording(recording: Recording) -> str:
     """A whole recording as JSON Lines text, one look per line."""
     return "".join(
-        look_to_json(look, recording.publish_started_ms, recording.run) + "\n"
+        look_to_json(look, recording.publish_started_ms, recording.run, recording.check_options)
+        + "\n"
         for look in recording.looks
     )
 
@@ -291,6 +302,7 @@ class RecordedLine(NamedTuple):
     look: Look
     publish_started_ms: int
     run: str | None
+    check_options: Mapping[str, Any] | None = None
 
 
 def parse_line(text: str, line: int = 1) -> RecordedLine:
@@ -309,22 +321,27 @@ def parse_line(text: str, line: int = 1) -> RecordedLine:
     run = obj.get("run")
     if run is not None and not isinstance(run, str):
         raise read.fail("run", f"must be a string, got {json.dumps(run)}")
+    options = obj.get("check_options")
+    if options is not None and not isinstance(options, dict):
+        raise read.fail("check_options", f"must be an object, got {json.dumps(options)}")
     look = Look(
         at_ms,
         tuple(machine_from_api(m, at_ms, line, f"machines[{i}].") for i, m in enumerate(machines)),
     )
-    return RecordedLine(look, publish_started_ms, run)
+    return RecordedLine(look, publish_started_ms, run, options)
 
 
 def read_recordings(lines: Iterable[str]) -> list[Recording]:
     """Every run in a recording, in order of first appearance; blank lines are skipped."""
     runs: dict[str | None, tuple[int, list[Look]]] = {}
+    options: dict[str | None, Mapping[str, Any] | None] = {}
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
         parsed = parse_line(text, number)
         if parsed.run not in runs:
             runs[parsed.run] = (parsed.publish_started_ms, [parsed.look])
+            options[parsed.run] = parsed.check_options
             continue
         started, looks = runs[parsed.run]
         if parsed.publish_started_ms != started:
@@ -339,7 +356,10 @@ def read_recordings(lines: Iterable[str]) -> list[Recording]:
             )
         looks.append(parsed.look)
     # dict order is the order runs first appeared in the file: deterministic.
-    return [Recording(started, tuple(looks), run) for run, (started, looks) in runs.items()]
+    return [
+        Recording(started, tuple(looks), run, options[run])
+        for run, (started, looks) in runs.items()
+    ]
 
 
 def read_recording(lines: Iterable[str]) -> Recording:

@@ -7,22 +7,8 @@ from dataclasses import dataclass
 
 from checks.model import Look, MachineSnapshot, Verdict, Wait
 from checks.protocol import Step
-
-
-def since(ms: int, publish_started_ms: int) -> str:
-    """Format a platform time as seconds after the publish began."""
-    return f"+{(ms - publish_started_ms) / 1000:.1f} s"
-
-
-def describe(machine: MachineSnapshot, publish_started_ms: int) -> str:
-    """A short account of a machine's state and newest event, for reasons people act on."""
-    if not machine.events:
-        return f"state {machine.state}, no events"
-    newest = machine.events[0]
-    what = newest.type
-    if newest.type == "exit":
-        what = f"exit code {newest.exit_code}" + (" (OOM killed)" if newest.oom_killed else "")
-    return f"state {machine.state}, newest event {what} at {since(newest.timestamp, publish_started_ms)}"
+from checks.reasons import describe, since
+from checks.started import await_started
 
 
 @dataclass(frozen=True)
@@ -54,22 +40,19 @@ class LayeredCheck:
 
     def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
         """Return the next wait, or the verdict once the layers have decided."""
-        if not looks:
-            return Wait(0.0)
-        latest = looks[-1]
-        for machine in latest.machines:
-            if machine.gave_up:
-                return self._gave_up(machine, publish_started_ms)
-
-        first_started = next(
-            (i for i, look in enumerate(looks) if all(m.state == "started" for m in look.machines)),
-            None,
+        if looks:
+            for machine in looks[-1].machines:
+                if machine.gave_up:
+                    return self._gave_up(machine, publish_started_ms)
+        first_started = await_started(
+            publish_started_ms,
+            looks,
+            start_timeout_s=self.start_timeout_s,
+            poll_s=self.poll_s,
+            check=self.name,
         )
-        if first_started is None:
-            waited_s = (latest.at_ms - publish_started_ms) / 1000
-            if waited_s >= self.start_timeout_s:
-                return self._never_started(latest, publish_started_ms)
-            return Wait(min(self.poll_s, self.start_timeout_s - waited_s))
+        if not isinstance(first_started, int):
+            return first_started
 
         after = looks[first_started + 1 :]
         if not after:
@@ -108,17 +91,6 @@ class LayeredCheck:
             "check its logs for the exit cause",
             machine.id,
             layer="gave-up",
-        )
-
-    def _never_started(self, look: Look, publish_started_ms: int) -> Verdict:
-        waiting = next(m for m in look.machines if m.state != "started")
-        return Verdict(
-            False,
-            f"machine {waiting.id} never read started within {self.start_timeout_s:g} s of the "
-            f"publish ({describe(waiting, publish_started_ms)}); check the image's start command "
-            "and boot time",
-            waiting.id,
-            layer="start-timeout",
         )
 
     def _not_started(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from checks.layered import describe, since
 from checks.model import Look, MachineSnapshot, Verdict, Wait
 from checks.protocol import Step
+from checks.reasons import describe, since
 from checks.started import wait_at_least
 
 
@@ -32,7 +32,8 @@ def healthy_since(machine_id: str, looks: Sequence[Look], publish_started_ms: in
         return None
     for look in looks:
         seen = look.machine(machine_id)
-        if seen is None or seen.at_ms < start:
+        # A look in the same millisecond as the start cannot tell which came first.
+        if seen is None or seen.at_ms <= start:
             continue
         if seen.state != "started" or newest_start_ms(seen) != start:
             return None

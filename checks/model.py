@@ -98,3 +98,6 @@ class Verdict:
     reason: str
     machine: str | None = None
     layer: str = field(default="", compare=False)
+    #: False when the check lacks the signal it needs on this platform (e.g. no restart
+    #: counter): it fails safe, and the testbed reports the outcome as ``blind``.
+    judged: bool = True

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from checks.layered import describe, since
 from checks.model import Look, MachineSnapshot, Verdict, Wait
 from checks.protocol import Step
+from checks.reasons import describe, since
 from checks.started import await_started, wait_at_least
 
 
@@ -98,6 +98,7 @@ class RestartCounterCheck:
                 "that reads the event list",
                 now.id,
                 layer="no-counter",
+                judged=False,
             )
         before, after = first.restart_counter, now.restart_counter
         if after < before:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from checks.layered import describe
 from checks.model import Look, Verdict, Wait
+from checks.reasons import describe
 
 
 def wait_at_least(seconds: float) -> Wait:

@@ -12,6 +12,9 @@ from checks import BUILTIN_CHECKS, Check
 from sim import report, scenario
 from sim.compare import compare
 from sim.loader import load_checks
+from sim.recording import Recorder, load_recordings, replay_all
+from sim.rollout import config as rollout_config
+from sim.rollout.cli import add_lint_timing_parser, add_rollout_parser
 from sim.scenario import BadInput, parse_value
 from sim.world import run
 
@@ -37,12 +40,15 @@ def _options(items: list[str]) -> dict[str, Any]:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Print the shipped scenarios, one line each."""
-    shipped = scenario.shipped()
-    width = max((len(n) for n in shipped), default=0)
-    for name in shipped:
-        loaded = scenario.load(name)
-        first = loaded.description.strip().split("\n")[0]
-        print(f"{name:<{width}}  {first}")
+    publishes = {n: scenario.load(n).description for n in scenario.shipped()}
+    rollouts = {n: rollout_config.load(n).description for n in rollout_config.shipped()}
+    width = max(map(len, [*publishes, *rollouts]), default=0)
+    for title, found in (("publish scenarios (testbed compare NAME)", publishes),
+                         ("rollout scenarios (testbed rollout NAME)", rollouts)):
+        print(title)
+        for name, description in found.items():
+            first = " ".join(description.split())
+            print(f"  {name:<{width}}  {first}")
     return EXIT_OK
 
 
@@ -59,7 +65,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     seed = loaded.seed if args.seed is None else args.seed
     if seed < 0:
         raise BadInput(f"--seed: must be 0 or more (got {seed})")
-    result = compare(loaded, checks, range(seed, seed + args.runs))
+    recorder = Recorder(
+        loaded.platform.epoch_ms + round(loaded.publish.at_s * 1000), loaded.check.model_dump()
+    )
+    result = compare(
+        loaded, checks, range(seed, seed + args.runs), on_result=recorder if args.record else None
+    )
+    if args.record:
+        recorder.save(args.record)
+        print(f"looks recorded to {args.record}", file=sys.stderr)
     if args.timeline:
         write_timeline(args.timeline, loaded, checks, seed)
     if args.json:
@@ -81,6 +95,38 @@ def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], se
 
     save_timeline(path, loaded, [run(loaded, seed, check, trace=True) for check in checks])
     print(f"timeline written to {path}", file=sys.stderr)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
+    recordings = load_recordings(args.recording)
+    rows = replay_all(recordings, args.check, _options(args.check_opt))
+    if args.json:
+        print(json.dumps({"recording": args.recording, "results": rows}, separators=(",", ":")))
+        return EXIT_OK
+    print(report.replayed(args.recording, rows))
+    return EXIT_OK
+
+
+def cmd_checks(args: argparse.Namespace) -> int:
+    """The built-in checks × shipped scenarios table (Markdown), as in the README."""
+    if args.runs < 1:
+        raise BadInput(f"--runs: must be at least 1 (got {args.runs})")
+    reports = []
+    for name in scenario.shipped():
+        loaded = scenario.load(name)
+        checks = load_checks([], loaded.check.model_dump())
+        reports.append(compare(loaded, checks, range(loaded.seed, loaded.seed + args.runs)))
+    rules = {
+        name: (cls.__doc__ or "").strip().splitlines()[0].replace("``", "`")
+        for name, cls in BUILTIN_CHECKS.items()
+    }
+    if args.json:
+        summary = {r["scenario"]: r["summary"] for r in reports}
+        print(json.dumps({"rules": rules, "runs": args.runs, "outcomes": summary}))
+    else:
+        print(report.checks_table(rules, reports, args.runs))
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,7 +167,40 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeline", metavar="FILE.png",
         help="also write a crash timeline of the first seed's world, one panel per check",
     )
+    comp.add_argument(
+        "--record", metavar="LOOKS.jsonl",
+        help="write every look of every run as Fly Machines API JSON, one look per line",
+    )
     comp.set_defaults(handler=cmd_compare)
+
+    rep = sub.add_parser(
+        "replay",
+        help="feed recorded looks (from --record or a real platform) to checks",
+        description="Replay a JSON Lines recording of looks (Fly Machines API objects) to "
+        "checks and print their verdicts. Each wait a check asks for is served by the next "
+        "recorded look at or after the time it is due; unknown fields are ignored.",
+    )
+    rep.add_argument("recording", help="a .jsonl file, one look per line")
+    rep.add_argument(
+        "--check", action="append", default=[], metavar="NAME",
+        help="a built-in check or package.module:name (default: all built-ins; a run "
+        "recorded by the simulator goes to the check that recorded it)",
+    )
+    rep.add_argument("--check-opt", action="append", default=[], metavar="KEY=VALUE",
+                     help="an option for a user check class (repeatable)")
+    rep.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    rep.set_defaults(handler=cmd_replay)
+
+    table = sub.add_parser(
+        "checks",
+        help="the built-in checks, the rule each models, and its outcomes on every scenario",
+    )
+    table.add_argument("--runs", type=int, default=10, help="seeds per scenario (default 10)")
+    table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    table.set_defaults(handler=cmd_checks)
+
+    add_rollout_parser(sub)
+    add_lint_timing_parser(sub)
     return parser
 
 

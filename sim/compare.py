@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from checks import Check, Event
@@ -71,8 +71,16 @@ def result_json(result: RunResult, publish_started_ms: int) -> dict[str, Any]:
     }
 
 
-def compare(scenario: Scenario, checks: Sequence[Check], seeds: Sequence[int]) -> dict[str, Any]:
-    """Every check in every seed's world; the release's badness is judged once per seed."""
+def compare(
+    scenario: Scenario,
+    checks: Sequence[Check],
+    seeds: Sequence[int],
+    on_result: Callable[[RunResult], None] | None = None,
+) -> dict[str, Any]:
+    """Every check in every seed's world; the release's badness is judged once per seed.
+
+    ``on_result`` sees each run's full result (e.g. to record its looks) as it finishes.
+    """
     publish_started_ms = scenario.platform.epoch_ms + round(scenario.publish.at_s * 1000)
     runs = []
     summary: dict[str, dict[str, int]] = {
@@ -83,6 +91,8 @@ def compare(scenario: Scenario, checks: Sequence[Check], seeds: Sequence[int]) -
         bad = ground_truth(scenario, seed)
         results = [run(scenario, seed, check, bad=bad) for check in checks]
         for result in results:
+            if on_result is not None:
+                on_result(result)
             summary[result.check][result.outcome] += 1
             expected = scenario.expect.get(result.check)
             if expected is not None and expected != result.outcome:

@@ -5,20 +5,40 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import importlib.util
 import inspect
 from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from checks import BUILTIN_CHECKS, Check, make_check
 from sim.scenario import BadInput
 
 
+def _import(module_name: str) -> ModuleType:
+    """A module by dotted name, or a ``.py`` file by path (no package needed)."""
+    if not module_name.endswith(".py"):
+        return importlib.import_module(module_name)
+    path = Path(module_name)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file {module_name}")
+    spec = importlib.util.spec_from_file_location(f"testbed_user_check_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {module_name}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _user_check(spec: str, options: Mapping[str, Any], extra: Mapping[str, Any]) -> Check:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
-        raise BadInput(f"--check {spec!r}: expected a built-in name or package.module:name")
+        raise BadInput(
+            f"--check {spec!r}: expected a built-in name, package.module:name or path/to/file.py:name"
+        )
     try:
-        module = importlib.import_module(module_name)
+        module = _import(module_name)
     except Exception as error:  # any import-time failure of user code is bad input
         raise BadInput(f"--check {spec}: cannot import {module_name} ({error})") from None
     target = getattr(module, attr, None)

@@ -428,6 +428,7 @@ OUTCOME_COLOURS = {
     "passed": "#9ecae1",
     "missed": "#ef3b2c",
     "false_alarm": "#fd8d3c",
+    "blind": "#9e9ac8",
     "undecided": "#bdbdbd",
     "error": "#000000",
 }

@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from sim.scenario import OUTCOMES
+
 # Outcomes a person must not miss are shouted.
 LOUD = {"missed": "MISSED", "false_alarm": "FALSE ALARM", "error": "ERROR"}
 
@@ -57,7 +59,7 @@ def side_by_side(report: dict[str, Any], run: dict[str, Any]) -> str:
 
 def summary(report: dict[str, Any]) -> str:
     """Many seeds: outcome counts per check, with mean downtime and decision time."""
-    outcomes = ["caught", "missed", "passed", "false_alarm", "undecided", "error"]
+    outcomes = list(OUTCOMES)
     seeds = [run["seed"] for run in report["runs"]]
     lines = [
         f"{report['scenario']} · {len(seeds)} seeds ({seeds[0]}…{seeds[-1]})",
@@ -90,4 +92,40 @@ def expectations(report: dict[str, Any]) -> str:
         f"  seed {f['seed']}: {f['check']} expected {f['expected']}, got {f['outcome']}"
         for f in failed
     ]
+    return "\n".join(lines)
+
+
+def replayed(path: str, rows: list[dict[str, Any]]) -> str:
+    """Replay results: a line per (recorded run, check), reasons wrapped beneath."""
+    lines = [f"{path}: {len(rows)} replay(s)", ""]
+    header = f"{'run':<28}{'check':<20}{'verdict':<9}{'decided':>10}{'looks':>12}"
+    lines.append(header)
+    for row in rows:
+        looks = f"{row['looks_used']}/{row['looks_recorded']}"
+        lines.append(
+            f"{(row['run'] or '-'):<28}{row['check']:<20}{row['verdict'] or 'none':<9}"
+            f"{_s(row['decided_at_s']):>10}{looks:>12}"
+        )
+        lines.append(textwrap.fill(row["reason"], width=96, initial_indent="    ",
+                                   subsequent_indent="    "))
+    return "\n".join(lines)
+
+
+def _tally(counts: dict[str, int]) -> str:
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], OUTCOMES.index(kv[0])))
+    return ", ".join(f"{outcome.replace('_', ' ')} {n}" for outcome, n in ordered)
+
+
+def checks_table(rules: dict[str, str], reports: list[dict[str, Any]], runs: int) -> str:
+    """A Markdown table: each check, the rule it models, its outcomes on each scenario."""
+    names = [r["scenario"] for r in reports]
+    lines = [
+        "| check | rule it models | " + " | ".join(f"`{n}`" for n in names) + " |",
+        "|---|---|" + "---|" * len(names),
+    ]
+    for check, rule in rules.items():
+        cells = [_tally(r["summary"].get(check, {})) for r in reports]
+        lines.append(f"| `{check}` | {rule} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(f"Outcomes over {runs} seeds per scenario, from each scenario's own seed.")
     return "\n".join(lines)

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sim.behavior import Behavior, BehaviorName
 from sim.machine import PlatformRules, RestartPolicy
 
-Outcome = Literal["caught", "missed", "passed", "false_alarm", "undecided", "error"]
+Outcome = Literal["caught", "missed", "passed", "false_alarm", "blind", "undecided", "error"]
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 
 # 2025-09-25T09:00:00Z: platform timestamps look like the incident's, in epoch ms.

@@ -72,6 +72,8 @@ class RunResult:
             return "error"
         if self.verdict is None:
             return "undecided"
+        if not self.verdict.judged:
+            return "blind"
         if self.bad:
             return "missed" if self.verdict.ok else "caught"
         return "passed" if self.verdict.ok else "false_alarm"

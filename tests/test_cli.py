@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from checks import BUILTIN_CHECKS
+from sim import scenario
 from sim.cli import main
 
 
@@ -22,8 +24,9 @@ def test_list_names_every_shipped_scenario(capsys):
     """`testbed list` prints one line per shipped scenario."""
     assert main(["list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    names = {line.split()[0] for line in lines}
-    assert {"sept25-crash-loop", "sleeping-api-crash-on-boot", "healthy-release", "gives-up"} <= names
+    names = {line.split()[0] for line in lines if line.startswith("  ")}
+    assert set(scenario.shipped()) <= names
+    assert {"original", "intermediate", "fixed"} <= names
 
 
 def test_compare_json_has_the_contract_shape(capsys):
@@ -37,7 +40,9 @@ def test_compare_json_has_the_contract_shape(capsys):
         "late_failure_at_s", "site", "looks",
     }
     assert set(result["site"]) == {"requests", "served", "not_found", "bad_gateway", "down_s"}
-    assert report["summary"] == {"count": {"missed": 1}, "timestamp": {"caught": 1}}
+    assert report["summary"]["count"] == {"missed": 1}
+    assert report["summary"]["timestamp"] == {"caught": 1}
+    assert list(report["summary"]) == list(BUILTIN_CHECKS)
 
 
 def test_same_scenario_and_seed_give_byte_identical_json():

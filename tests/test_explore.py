@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import matplotlib
 
+from checks import BUILTIN_CHECKS
+
 matplotlib.use("Agg")
 
 import pytest
@@ -23,7 +25,7 @@ from sim.plot import detection_grid_figure
 def test_traced_runs_trace_every_builtin_check_in_one_world() -> None:
     """One traced result per built-in check, all in the scenario's seed."""
     results = traced_runs(scenario.load("sept25-crash-loop"))
-    assert [r.check for r in results] == ["count", "timestamp"]
+    assert [r.check for r in results] == list(BUILTIN_CHECKS)
     assert all(r.trace is not None and r.seed == 1 for r in results)
 
 
@@ -66,7 +68,9 @@ def test_with_sets_validates_like_the_cli() -> None:
 
 def test_detection_grid_shows_count_blind_and_timestamp_needs_two_events() -> None:
     """In the incident's world the count check misses at cap 5; timestamp misses only at cap 1."""
-    grid = detection_grid(scenario.load("sept25-crash-loop"), caps=[1, 2, 5], periods=[2.5])
+    grid = detection_grid(
+        scenario.load("sept25-crash-loop"), caps=[1, 2, 5], periods=[2.5], checks=["count", "timestamp"]
+    )
     assert grid.outcome("count", 2.5, 5) == "missed"
     assert grid.outcome("timestamp", 2.5, 5) == "caught"
     assert grid.outcome("timestamp", 2.5, 1) == "missed"
@@ -76,9 +80,12 @@ def test_detection_grid_shows_count_blind_and_timestamp_needs_two_events() -> No
 
 def test_detection_grid_figure_has_one_panel_and_cell_per_world() -> None:
     """The grid figure has a panel per check and a labelled cell per cap and period."""
-    grid = detection_grid(scenario.load("sept25-crash-loop"), caps=[1, 5], periods=[2.5, 4.0])
+    grid = detection_grid(
+        scenario.load("sept25-crash-loop"), caps=[1, 5], periods=[2.5, 4.0],
+        checks=["count", "timestamp"],
+    )
     figure = detection_grid_figure(grid)
-    assert len(figure.axes) == 2
+    assert len(figure.axes) == len(grid.outcomes) == 2
     for ax, name in zip(figure.axes, grid.outcomes, strict=True):
         cells = [t for t in ax.texts if (t.get_gid() or "").startswith(f"cell:{name}:")]
         assert len(cells) == 4

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from checks import CountCheck, TimestampCheck
+from checks import CountCheck, TimestampCheck, make_check
 from sim import scenario, world
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,11 +85,14 @@ def test_shipped_scenario_expectations_hold_over_seeds(name):
     loaded = scenario.load(name)
     for seed in range(loaded.seed, loaded.seed + 5):
         for check_name, expected in loaded.expect.items():
-            check_cls = {"count": CountCheck, "timestamp": TimestampCheck}[check_name]
-            assert _run(name, check_cls, seed=seed).outcome == expected, (name, seed, check_name)
+            check = make_check(check_name, loaded.check.model_dump())
+            outcome = world.run(loaded, seed, check).outcome
+            assert outcome == expected, (name, seed, check_name)
 
 
-@pytest.mark.parametrize("script", sorted((ROOT / "scenarios").glob("*.py")))
+@pytest.mark.parametrize(
+    "script", [ROOT / "scenarios" / f"{name}.py" for name in sorted(scenario.shipped())]
+)
 def test_scenario_script_output_matches_its_saved_out(script: Path):
     """Like SimPy's examples: each scenario script's printed result is diffed against its .out."""
     expected = script.with_suffix(".out").read_text(encoding="utf-8")

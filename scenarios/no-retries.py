@@ -1,0 +1,8 @@
+"""Run the no-retries scenario with every built-in check side by side."""
+
+import sys
+
+from sim.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["compare", "no-retries", *sys.argv[1:]]))

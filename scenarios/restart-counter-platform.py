@@ -1,0 +1,8 @@
+"""Run the restart-counter-platform scenario with every built-in check side by side."""
+
+import sys
+
+from sim.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["compare", "restart-counter-platform", *sys.argv[1:]]))

@@ -1,0 +1,8 @@
+"""Run the slow-crash-loop scenario with every built-in check side by side."""
+
+import sys
+
+from sim.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["compare", "slow-crash-loop", *sys.argv[1:]]))

@@ -1,0 +1,170 @@
+"""Rollout scenarios: TOML validated into typed settings, with ``--set`` overrides."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+
+from checks.timing import DEFAULT_MAX_REHEAL_S, DrainTiming
+from sim.scenario import BadInput, apply_sets, format_error, scenarios_dir
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+class FleetTable(_Table):
+    """``[fleet]``: the servers behind the balancer."""
+
+    servers: int = Field(3, ge=1, le=100)
+
+
+class BalancerTable(_Table):
+    """``[balancer]``: target health checks; the defaults are AWS ALB's (30 s, 2, 5)."""
+
+    interval_s: float = Field(30.0, gt=0, le=3600)
+    unhealthy_threshold: int = Field(2, ge=1, le=100)
+    healthy_threshold: int = Field(5, ge=1, le=100)
+
+
+#: AWS Application Load Balancer target-group defaults.
+ALB_PRESET = BalancerTable()
+
+
+class DeployTable(_Table):
+    """``[deploy]``: the rolling deploy, one server at a time."""
+
+    at_s: float = Field(120.0, ge=0)
+    serve_after_drain_s: float = Field(5.0, ge=0)
+    shutdown_s: float = Field(3.0, ge=0)
+    stop_grace_period_s: float = Field(10.0, ge=0)
+    start_min_s: float = Field(20.0, ge=0)
+    start_max_s: float = Field(60.0, ge=0)
+    healthy_timeout_s: float = Field(900.0, gt=0)
+    lock: bool = False
+    verify: bool = False
+
+    @field_validator("start_max_s")
+    @classmethod
+    def _start_range(cls, value: float, info: ValidationInfo) -> float:
+        low = info.data.get("start_min_s")
+        if low is not None and value < low:
+            raise ValueError(f"must be at least start_min_s ({low:g})")
+        return value
+
+
+class WatchdogTable(_Table):
+    """``[watchdog]``: the per-server self-healing job."""
+
+    enabled: bool = True
+    interval_s: float = Field(60.0, gt=0)
+    consecutive_failures: int = Field(1, ge=1, le=1000)
+    lock: bool = False
+    repair_s: float = Field(2.0, ge=0)
+
+
+class ComposeTable(_Table):
+    """``[compose]``: where each server's compose file comes from."""
+
+    source: Literal["published", "per-server"] = "published"
+    #: Per-server copies only: the chance that a server's copy has lost the gateway.
+    drift_probability: float = Field(0.0, ge=0, le=1)
+
+
+class TrafficTable(_Table):
+    """``[traffic]``: open-loop user requests through the balancer."""
+
+    rps: float = Field(2.0, ge=0, le=10_000)
+
+
+class TimingTable(_Table):
+    """``[timing]``: bounds the invariants are checked against."""
+
+    max_reheal_s: float = Field(DEFAULT_MAX_REHEAL_S, gt=0)
+
+
+class ExpectTable(_Table):
+    """``[expect]``: what the runs must show; ``testbed rollout`` exits 1 when it does not."""
+
+    #: ``zero``: no run has a 502; ``every-run``: each run has at least one.
+    bad_gateway: Literal["zero", "every-run"] | None = None
+    #: ``never``: no run reports success with a component missing.
+    silent_breakage: Literal["never"] | None = None
+
+
+class RolloutScenario(_Table):
+    """One rolling deploy: fleet, balancer, deploy, watchdog, compose source, traffic."""
+
+    name: str
+    description: str = ""
+    seed: int = Field(0, ge=0)
+    settle_s: float = Field(60.0, ge=0)
+    fleet: FleetTable = FleetTable()
+    balancer: BalancerTable = BalancerTable()
+    deploy: DeployTable = DeployTable()
+    watchdog: WatchdogTable = WatchdogTable()
+    compose: ComposeTable = ComposeTable()
+    traffic: TrafficTable = TrafficTable()
+    timing: TimingTable = TimingTable()
+    expect: ExpectTable = ExpectTable()
+
+    def drain_timing(self) -> DrainTiming:
+        """The numbers the timing invariants are about."""
+        return DrainTiming(
+            interval_s=self.balancer.interval_s,
+            unhealthy_threshold=self.balancer.unhealthy_threshold,
+            healthy_threshold=self.balancer.healthy_threshold,
+            serve_after_drain_s=self.deploy.serve_after_drain_s,
+            shutdown_s=self.deploy.shutdown_s,
+            stop_grace_period_s=self.deploy.stop_grace_period_s,
+        )
+
+
+def rollouts_dir() -> Path:
+    """Where the shipped rollout scenarios live (under ``TESTBED_SCENARIOS`` if set)."""
+    return scenarios_dir() / "rollouts"
+
+
+def shipped() -> dict[str, Path]:
+    """The shipped rollout scenarios by name, sorted."""
+    return {p.stem: p for p in sorted(rollouts_dir().glob("*.toml"))}
+
+
+def validate(raw: dict[str, Any], source: str) -> RolloutScenario:
+    """Validate a raw mapping, or raise BadInput with one line naming the field and rule."""
+    try:
+        return RolloutScenario.model_validate(raw)
+    except ValidationError as error:
+        raise BadInput(format_error(source, error)) from None
+
+
+def load(name_or_path: str, sets: list[str] | None = None) -> RolloutScenario:
+    """Load a shipped rollout scenario by name, or a TOML file by path, then apply overrides."""
+    path = Path(name_or_path)
+    if not (name_or_path.endswith(".toml") or os.sep in name_or_path):
+        found = shipped().get(name_or_path)
+        if found is None:
+            names = ", ".join(shipped()) or "none"
+            raise BadInput(f"unknown rollout scenario {name_or_path!r} (shipped: {names})")
+        path = found
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise BadInput(f"{path}: cannot read scenario file ({error.strerror})") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise BadInput(f"{path.name}: malformed TOML: {error}") from None
+    raw.setdefault("name", path.stem)
+    return validate(apply_sets(raw, sets or []), path.name)

@@ -1,0 +1,134 @@
+"""Reports of rollout runs and timing checks: one JSON object, or a table people read."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from checks.timing import TimingResult
+from sim.rollout.config import RolloutScenario
+from sim.rollout.expect import Expectation
+from sim.rollout.result import RolloutResult
+
+
+def timing_json(results: Sequence[TimingResult]) -> list[dict[str, Any]]:
+    """Each invariant's verdict with the numbers it was checked on."""
+    return [
+        {"name": r.name, "ok": r.ok, "rule": r.rule, "numbers": dict(r.numbers)} for r in results
+    ]
+
+
+def aggregate(results: Sequence[RolloutResult]) -> dict[str, Any]:
+    """Totals over runs: 502s, the health endpoint's 503s, silent breakage, failed deploys."""
+    bad = [r.bad_gateway for r in results]
+    return {
+        "runs": len(results),
+        "bad_gateway_total": sum(bad),
+        "bad_gateway_mean": round(sum(bad) / len(bad), 3),
+        "bad_gateway_min": min(bad),
+        "bad_gateway_max": max(bad),
+        "runs_with_bad_gateway": sum(1 for b in bad if b),
+        "draining_503_total": sum(r.draining_503 for r in results),
+        "non_200_total": sum(r.non_200 for r in results),
+        "runs_with_repairs_mid_deploy": sum(1 for r in results if r.repairs_mid_deploy),
+        "silent_breakage_runs": sum(1 for r in results if r.silent_breakage),
+        "deploys_failed": sum(1 for r in results if r.deploy_status == "failed"),
+    }
+
+
+def rollout_json(
+    scenario: RolloutScenario,
+    results: Sequence[RolloutResult],
+    timing: Sequence[TimingResult],
+    expectations: Sequence[Expectation] = (),
+) -> dict[str, Any]:
+    """The whole report as one JSON-ready mapping."""
+    return {
+        "scenario": scenario.name,
+        "description": scenario.description,
+        "config": scenario.model_dump(exclude={"name", "description", "seed", "expect"}),
+        "timing": timing_json(timing),
+        "runs": [r.summary() for r in results],
+        "summary": aggregate(results),
+        "expect": [
+            {"field": e.field, "expected": e.expected, "held": e.held, "observed": e.observed}
+            for e in expectations
+        ],
+    }
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part} ({100 * part / whole:.1f}%)" if whole else f"{part}"
+
+
+def describe(scenario: RolloutScenario) -> str:
+    """One line with the numbers that decide the outcome."""
+    b, d, w, c = scenario.balancer, scenario.deploy, scenario.watchdog, scenario.compose
+    dog = (
+        f"watchdog every {w.interval_s:g} s acting on {w.consecutive_failures} failure(s)"
+        f"{', locked' if w.lock else ', no lock'}"
+        if w.enabled
+        else "no watchdog"
+    )
+    return (
+        f"{scenario.fleet.servers} servers; balancer {b.interval_s:g} s x "
+        f"{b.unhealthy_threshold} (healthy {b.healthy_threshold}); serves "
+        f"{d.serve_after_drain_s:g} s after drain, grace {d.stop_grace_period_s:g} s; {dog}; "
+        f"{c.source} compose; {'verified' if d.verify else 'not verified'}"
+    )
+
+
+def rollout_table(
+    scenario: RolloutScenario,
+    results: Sequence[RolloutResult],
+    timing: Sequence[TimingResult],
+    expectations: Sequence[Expectation] = (),
+) -> str:
+    """A table of runs, then the totals and the timing invariants."""
+    lines = [f"rollout {scenario.name}: {describe(scenario)}", ""]
+    header = (
+        f"{'seed':>6}  {'deploy':<9}  {'requests':>8}  {'502':>4}  {'drain 503':>9}  "
+        f"{'all non-200':>13}  {'502 only':>12}  missing after deploy"
+    )
+    lines.append(header)
+    for r in results:
+        missing = "; ".join(f"{s.name}: {', '.join(s.missing)}" for s in r.servers if s.missing)
+        lines.append(
+            f"{r.seed:>6}  {r.deploy_status:<9}  {r.requests:>8}  {r.bad_gateway:>4}  "
+            f"{r.draining_503:>9}  {_share(r.non_200, r.answered):>13}  "
+            f"{_share(r.bad_gateway, r.answered):>12}  {missing or '-'}"
+        )
+    total = aggregate(results)
+    lines += [
+        "(shares are of every response logged: user requests and answered health checks)",
+        "",
+        f"over {total['runs']} run(s): {total['bad_gateway_total']} requests got 502 "
+        f"(mean {total['bad_gateway_mean']:g}, min {total['bad_gateway_min']}, "
+        f"max {total['bad_gateway_max']}; {total['runs_with_bad_gateway']} run(s) with any); "
+        f"{total['draining_503_total']} health-check 503s while draining (expected, not failures)",
+        f"watchdog repaired a server mid-deploy in {total['runs_with_repairs_mid_deploy']} run(s); "
+        f"deploy reported success with a component missing in "
+        f"{total['silent_breakage_runs']} run(s); {total['deploys_failed']} deploy(s) failed",
+        "",
+        "timing invariants:",
+        *(f"  {t.explain()}" for t in timing),
+    ]
+    if expectations:
+        lines += ["", "expectations:"]
+        lines += [
+            f"  {'held' if e.held else 'NOT MET'}: {e.field} = {e.expected!r} ({e.observed})"
+            for e in expectations
+        ]
+    return "\n".join(lines)
+
+
+def lint_json(source: str, timing: Sequence[TimingResult]) -> dict[str, Any]:
+    """The lint-timing report as one JSON-ready mapping."""
+    return {"config": source, "ok": all(t.ok for t in timing), "invariants": timing_json(timing)}
+
+
+def lint_text(source: str, timing: Sequence[TimingResult]) -> str:
+    """One line per invariant, then the verdict."""
+    broken = sum(1 for t in timing if not t.ok)
+    verdict = "all timing invariants hold" if not broken else f"{broken} invariant(s) broken"
+    return "\n".join([*(t.explain() for t in timing), f"{source}: {verdict}"])

@@ -1,0 +1,131 @@
+"""One simulated rolling deploy: build the fleet, balancer, watchdogs and deploy, run, tally."""
+
+from __future__ import annotations
+
+import random
+
+import simpy
+
+from sim.rollout.balancer import HealthRules, LoadBalancer
+from sim.rollout.config import RolloutScenario
+from sim.rollout.deploy import DeployRules, RollingDeploy
+from sim.rollout.result import RolloutResult, ServerOutcome, Trace
+from sim.rollout.server import FULL_COMPOSE, Server
+from sim.rollout.traffic import RoutingTimeline
+from sim.rollout.watchdog import Watchdog, WatchdogRules
+
+OLD_RELEASE, NEW_RELEASE = "v1", "v2"
+
+
+def run(scenario: RolloutScenario, seed: int) -> RolloutResult:
+    """Run the deploy of one scenario with one seed; same inputs give the same result."""
+    env = simpy.Environment()
+    root = random.Random(seed)
+    # Child streams in a fixed order, so one part's draws never shift another's.
+    balancer_rng, watchdog_rng, deploy_rng, drift_rng, traffic_rng = (
+        random.Random(root.getrandbits(64)) for _ in range(5)
+    )
+    count = scenario.fleet.servers
+    drifted = [
+        scenario.compose.source == "per-server"
+        and drift_rng.random() < scenario.compose.drift_probability
+        for _ in range(count)
+    ]
+    servers: list[Server] = []
+    balancer: LoadBalancer | None = None
+    timeline: RoutingTimeline | None = None
+
+    def changed() -> None:
+        if balancer is not None and timeline is not None:
+            timeline.mark(env.now, balancer.rotation(), tuple(s.listening for s in servers))
+
+    width = len(str(count))
+    for i in range(count):
+        template = FULL_COMPOSE.without("gateway") if drifted[i] else FULL_COMPOSE
+        servers.append(Server(env, f"s{i + 1:0{width}d}", OLD_RELEASE, template, changed))
+    b = scenario.balancer
+    balancer = LoadBalancer(
+        env,
+        servers,
+        HealthRules(b.interval_s, b.unhealthy_threshold, b.healthy_threshold),
+        balancer_rng,
+        changed,
+    )
+    timeline = RoutingTimeline(balancer.rotation(), tuple(s.listening for s in servers))
+    d = scenario.deploy
+    deploy = RollingDeploy(
+        env,
+        servers,
+        balancer,
+        DeployRules(
+            d.at_s,
+            d.serve_after_drain_s,
+            d.shutdown_s,
+            d.stop_grace_period_s,
+            d.start_min_s,
+            d.start_max_s,
+            d.healthy_timeout_s,
+            d.lock,
+            d.verify,
+        ),
+        NEW_RELEASE,
+        deploy_rng,
+    )
+    w = scenario.watchdog
+    watchdogs = []
+    if w.enabled:
+        rules = WatchdogRules(w.interval_s, w.consecutive_failures, w.lock, w.repair_s)
+        watchdogs = [
+            Watchdog(
+                env,
+                s,
+                rules,
+                random.Random(watchdog_rng.getrandbits(64)),
+                start_delay=deploy.start_delay,
+                deploying=deploy.deploying,
+            )
+            for s in servers
+        ]
+    env.run(until=env.process(deploy.run()))
+    end_s = env.now + scenario.settle_s
+    env.run(until=end_s)
+
+    traffic = timeline.tally(0.0, end_s, scenario.traffic.rps, traffic_rng)
+    forced = {step.server for step in deploy.steps if step.force_killed}
+    repairs = sorted((r for dog in watchdogs for r in dog.repairs), key=lambda r: r.at_s)
+    servers_out = tuple(
+        ServerOutcome(
+            name=s.name,
+            drifted=drifted[i],
+            missing=s.missing(NEW_RELEASE),
+            force_killed=s.name in forced,
+            bad_gateway=traffic.bad_gateway_by_target[i],
+            watchdog_repairs=sum(1 for r in repairs if r.server == s.name),
+            repairs_mid_deploy=sum(1 for r in repairs if r.server == s.name and r.mid_deploy),
+        )
+        for i, s in enumerate(servers)
+    )
+    assert deploy.started_s is not None
+    assert deploy.finished_s is not None
+    return RolloutResult(
+        scenario=scenario.name,
+        seed=seed,
+        deploy_status=deploy.status,
+        deploy_reason=deploy.reason,
+        deploy_started_s=deploy.started_s,
+        deploy_finished_s=deploy.finished_s,
+        end_s=end_s,
+        requests=traffic.requests,
+        served=traffic.served,
+        bad_gateway=traffic.bad_gateway,
+        health_ok=sum(1 for p in balancer.probes if p.answer == "ok"),
+        draining_503=sum(1 for p in balancer.probes if p.answer == "draining"),
+        servers=servers_out,
+        trace=Trace(
+            probes=tuple(balancer.probes),
+            transitions=tuple(balancer.transitions),
+            steps=tuple(deploy.steps),
+            repairs=tuple(repairs),
+            segments=tuple(timeline.segments),
+        ),
+    )

@@ -1,0 +1,169 @@
+"""The drain timing invariants: pure arithmetic, each reporting the numbers that break it."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checks.timing import (
+    DEFAULT_MAX_REHEAL_S,
+    DRAIN_RULE,
+    GRACE_RULE,
+    REHEAL_RULE,
+    DrainTiming,
+    TimingResult,
+    all_hold,
+    check_timing,
+    drain_fits_grace,
+    drain_outlasts_detection,
+    reheal_is_short,
+)
+
+FIXED = DrainTiming(
+    interval_s=5,
+    unhealthy_threshold=2,
+    healthy_threshold=2,
+    serve_after_drain_s=15,
+    shutdown_s=5,
+    stop_grace_period_s=30,
+)
+ORIGINAL = DrainTiming(
+    interval_s=30,
+    unhealthy_threshold=2,
+    healthy_threshold=5,
+    serve_after_drain_s=5,
+    shutdown_s=3,
+    stop_grace_period_s=10,
+)
+
+
+def test_fixed_configuration_satisfies_all_three() -> None:
+    """The write-up's fixed numbers (5 s x 2, 15 s of serving, 30 s grace) hold every rule."""
+    results = check_timing(FIXED)
+    assert [r.ok for r in results] == [True, True, True]
+    assert all_hold(results)
+
+
+def test_original_configuration_breaks_drain_and_reheal() -> None:
+    """The original numbers (5 s of serving, ALB 30 s x 2, healthy 5) break two rules."""
+    results = check_timing(ORIGINAL)
+    assert [r.ok for r in results] == [False, False, True]
+    assert not all_hold(results)
+
+
+def test_check_timing_order_and_rules() -> None:
+    """check_timing returns drain, re-heal, grace results in that order with their rule text."""
+    results = check_timing(FIXED)
+    assert [r.rule for r in results] == [DRAIN_RULE, REHEAL_RULE, GRACE_RULE]
+    assert [r.name for r in results] == [
+        "drain outlasts detection",
+        "re-healthy time is short",
+        "drain fits the stop grace period",
+    ]
+
+
+def test_drain_rule_reports_detection_and_margin() -> None:
+    """A broken drain rule names the serving time, the detection time and the negative margin."""
+    result = drain_outlasts_detection(5, 30, 2)
+    assert not result.ok
+    assert dict(result.numbers) == {
+        "serve_after_drain_s": 5,
+        "interval_s": 30,
+        "unhealthy_threshold": 2,
+        "detection_s": 60,
+        "margin_s": -55,
+    }
+
+
+def test_drain_equal_to_detection_is_broken() -> None:
+    """Serving exactly interval x threshold is not enough: the rule is strict."""
+    assert not drain_outlasts_detection(10, 5, 2).ok
+    assert drain_outlasts_detection(10.001, 5, 2).ok
+
+
+def test_drain_rule_uses_the_threshold_not_just_the_interval() -> None:
+    """Serving longer than one interval but not interval x threshold breaks the rule."""
+    assert not drain_outlasts_detection(12, 5, 3).ok
+    assert drain_outlasts_detection(16, 5, 3).ok
+
+
+def test_reheal_rule_reports_its_numbers() -> None:
+    """The re-heal rule reports interval, threshold, the product and the bound."""
+    result = reheal_is_short(30, 5)
+    assert not result.ok
+    assert dict(result.numbers) == {
+        "interval_s": 30,
+        "healthy_threshold": 5,
+        "reheal_s": 150,
+        "max_reheal_s": DEFAULT_MAX_REHEAL_S,
+    }
+
+
+def test_reheal_bound_is_inclusive_and_a_parameter() -> None:
+    """Re-healing in exactly the bound is fine; one step over is not; the bound can be set."""
+    assert reheal_is_short(30, 2, max_reheal_s=60).ok
+    assert not reheal_is_short(30, 2, max_reheal_s=59.9).ok
+    assert reheal_is_short(30, 5, max_reheal_s=150).ok
+    assert DEFAULT_MAX_REHEAL_S == 60.0
+
+
+def test_grace_rule_reports_its_numbers() -> None:
+    """The grace rule reports serving, shutdown, their sum and the grace period."""
+    result = drain_fits_grace(15, 20, 30)
+    assert not result.ok
+    assert dict(result.numbers) == {
+        "serve_after_drain_s": 15,
+        "shutdown_s": 20,
+        "needed_s": 35,
+        "stop_grace_period_s": 30,
+    }
+
+
+def test_grace_bound_is_inclusive() -> None:
+    """Drain plus shutdown may use the whole grace period, not a moment more."""
+    assert drain_fits_grace(15, 15, 30).ok
+    assert not drain_fits_grace(15, 15.001, 30).ok
+    assert not drain_fits_grace(30.5, 0, 30).ok
+
+
+def test_check_timing_passes_the_reheal_bound_through() -> None:
+    """check_timing checks re-heal against the bound it is given."""
+    assert not check_timing(FIXED, max_reheal_s=9)[1].ok
+    assert check_timing(ORIGINAL, max_reheal_s=150)[1].ok
+
+
+def test_explain_is_one_line_with_verdict_rule_and_numbers() -> None:
+    """explain() starts with the verdict and lists every number."""
+    text = drain_outlasts_detection(5, 30, 2).explain()
+    assert text == (
+        "BROKEN: drain outlasts detection: serve_after_drain_s > interval_s x unhealthy_threshold "
+        "(serve_after_drain_s=5, interval_s=30, unhealthy_threshold=2, detection_s=60, "
+        "margin_s=-55)"
+    )
+    assert TimingResult("n", True, "r", (("a", 1.5),)).explain() == "ok: n: r (a=1.5)"
+
+
+@settings(deadline=None)
+@given(
+    serve=st.floats(0, 1000, allow_nan=False),
+    interval=st.floats(0.1, 300, allow_nan=False),
+    threshold=st.integers(1, 10),
+)
+def test_drain_rule_is_exactly_serve_greater_than_detection(
+    serve: float, interval: float, threshold: int
+) -> None:
+    """For any numbers, the drain rule holds iff serving outlasts interval x threshold."""
+    assert drain_outlasts_detection(serve, interval, threshold).ok is (serve > interval * threshold)
+
+
+@settings(deadline=None)
+@given(
+    serve=st.floats(0, 1000, allow_nan=False),
+    shutdown=st.floats(0, 1000, allow_nan=False),
+    grace=st.floats(0, 2000, allow_nan=False),
+)
+def test_grace_rule_is_exactly_sum_within_grace(
+    serve: float, shutdown: float, grace: float
+) -> None:
+    """For any numbers, the grace rule holds iff serve + shutdown <= grace."""
+    assert drain_fits_grace(serve, shutdown, grace).ok is (serve + shutdown <= grace)
