@@ -519,7 +519,9 @@ def summarise(result: SweepResult) -> dict[str, Any]:
     checks: dict[str, Any] = {}
     for name in sweep.checks:
         mine = [r for r in result.rows if r["check"] == name]
-        count = {o: sum(1 for r in mine if r["outcome"] == o) for o in scenarios.OUTCOMES}
+        count = dict.fromkeys(scenarios.OUTCOMES, 0)
+        for row in mine:
+            count[row["outcome"]] = count.get(row["outcome"], 0) + 1
         bad = count["caught"] + count["missed"]
         good = count["passed"] + count["false_alarm"]
         decided = [r["decided_at_s"] for r in mine if r["decided_at_s"] is not None]
@@ -532,6 +534,8 @@ def summarise(result: SweepResult) -> dict[str, Any]:
             "false_alarms": count["false_alarm"],
             "false_alarm_rate": round(count["false_alarm"] / good, 4) if good else None,
             "median_decision_s": round(statistics.median(decided), 3) if decided else None,
+            # A check that cannot judge this platform (it fails safe): neither caught nor missed.
+            "blind": count.get("blind", 0),
             "undecided": count["undecided"],
             "errors": count["error"],
         }
@@ -556,7 +560,7 @@ def summary_table(summary: dict[str, Any]) -> str:
         f"{summary['seeds']} seed(s) = {summary['units_done']}/{summary['units']} worlds",
         "",
         f"{'check':<16}{'bad':>8}{'missed':>8}{'miss rate':>11}{'good':>8}{'f.alarms':>10}"
-        f"{'f.a. rate':>11}{'median decide':>15}{'undecided':>11}{'errors':>8}",
+        f"{'f.a. rate':>11}{'median decide':>15}{'blind':>7}{'undecided':>11}{'errors':>8}",
     ]
 
     def pct(value: float | None) -> str:
@@ -567,7 +571,7 @@ def summary_table(summary: dict[str, Any]) -> str:
         lines.append(
             f"{name:<16}{c['bad_worlds']:>8}{c['missed']:>8}{pct(c['miss_rate']):>11}"
             f"{c['good_worlds']:>8}{c['false_alarms']:>10}{pct(c['false_alarm_rate']):>11}"
-            f"{median:>15}{c['undecided']:>11}{c['errors']:>8}"
+            f"{median:>15}{c['blind']:>7}{c['undecided']:>11}{c['errors']:>8}"
         )
     return "\n".join(lines)
 
