@@ -18,6 +18,7 @@ import os
 import random
 import statistics
 import tempfile
+import threading
 import time
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
@@ -435,27 +436,72 @@ def _warm() -> None:
     """A task that does nothing: submitting it makes the pool start a worker now."""
 
 
-def _start_pool(workers: int) -> ProcessPoolExecutor:
-    import multiprocessing  # noqa: PLC0415
+class _Pool:
+    """A local process pool whose workers start in the background.
 
-    # forkserver: workers start from a clean server process, never from a parent that
-    # runs a progress-bar thread.
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["sim.sweep"])
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_sigint)
-    for _ in range(workers):
-        pool.submit(_warm)
-    return pool
+    Starting a forkserver worker blocks until the server has imported the simulator
+    (a few hundred ms), so a helper thread starts them while this process works.
+    """
+
+    def __init__(self, workers: int) -> None:
+        import multiprocessing  # noqa: PLC0415
+
+        # forkserver: workers start from a clean server process, never from a parent
+        # that runs a progress-bar thread.
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["sim.sweep"])
+        self.executor = ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_ignore_sigint
+        )
+        self.workers = workers
+        self.warming: list[Future[None]] = []
+        self.failure: BaseException | None = None
+        self._starter = threading.Thread(target=self._start, name="sweep-pool-start")
+        self._starter.start()
+
+    def _start(self) -> None:
+        try:
+            for _ in range(self.workers):
+                self.warming.append(self.executor.submit(_warm))
+        except BaseException as error:  # reported by started(), in the calling thread
+            self.failure = error
+
+    def ready(self) -> bool:
+        """True once every worker has started and run its warm-up task."""
+        return not self._starter.is_alive() and all(w.done() for w in self.warming)
+
+    def started(self) -> None:
+        """Wait until the workers were asked to start; raise if that failed."""
+        self._starter.join()
+        if self.failure is not None:
+            raise self.failure
+
+    def shutdown(self, wait: bool, cancel_futures: bool) -> None:
+        """Stop the workers (see ``ProcessPoolExecutor.shutdown``)."""
+        self._starter.join()
+        self.executor.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def _start_pool(workers: int) -> _Pool:
+    return _Pool(workers)
 
 
 def _run_pool(
-    pool: ProcessPoolExecutor, sweep: Sweep, ranges: list[tuple[int, int]],
+    pool: _Pool, sweep: Sweep, ranges: list[tuple[int, int]],
     done: dict[int, list[Row]], progress: Progress | None,
 ) -> None:
+    remaining = list(ranges)
+    # Until the workers are up, this process takes tasks from the far end itself.
+    while remaining and not pool.ready():
+        lo, hi = remaining.pop()
+        done[lo] = run_units(sweep, lo, hi)[1]
+        if progress:
+            progress(hi - lo)
+    pool.started()
     pending: set[Future[tuple[int, list[Row]]]] = set()
     try:
-        for lo, hi in ranges:
-            pending.add(pool.submit(run_units, sweep, lo, hi))
+        for lo, hi in remaining:
+            pending.add(pool.executor.submit(run_units, sweep, lo, hi))
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
