@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck notebooks clean mutate
+.PHONY: demo test lint typecheck notebooks clean mutate bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,3 +52,6 @@ mutate: $(STAMP_DEV)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants
+
+bench: $(STAMP_RUN)
+	$(BIN)/python benchmarks/bench_core.py

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
+
+from rich.console import Console
 
 from checks import BUILTIN_CHECKS, Check
 from sim import report, scenario
@@ -16,6 +18,7 @@ from sim.recording import Recorder, load_recordings, replay_all
 from sim.rollout import config as rollout_config
 from sim.rollout.cli import add_lint_timing_parser, add_rollout_parser
 from sim.scenario import BadInput, parse_value
+from sim.sweep_cli import add_sweep_parser
 from sim.world import run
 
 EXIT_OK, EXIT_EXPECTATION, EXIT_BAD_INPUT = 0, 1, 2
@@ -68,9 +71,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     recorder = Recorder(
         loaded.platform.epoch_ms + round(loaded.publish.at_s * 1000), loaded.check.model_dump()
     )
-    result = compare(
-        loaded, checks, range(seed, seed + args.runs), on_result=recorder if args.record else None
-    )
+    seeds: Iterable[int] = range(seed, seed + args.runs)
+    # A bar on stderr for long comparisons, only where a person watches (never in CI logs).
+    if args.runs >= 50 and sys.stderr.isatty():
+        from rich.progress import track  # noqa: PLC0415 -- rich only when a bar is shown
+
+        seeds = track(seeds, description=loaded.name, total=args.runs, transient=True,
+                      console=Console(stderr=True))
+    result = compare(loaded, checks, seeds, on_result=recorder if args.record else None)
     if args.record:
         recorder.save(args.record)
         print(f"looks recorded to {args.record}", file=sys.stderr)
@@ -199,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     table.set_defaults(handler=cmd_checks)
 
+    add_sweep_parser(sub)
     add_rollout_parser(sub)
     add_lint_timing_parser(sub)
     return parser

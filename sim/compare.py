@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from checks import Check, Event
 from sim.scenario import OUTCOMES, Scenario
-from sim.world import RecordedLook, RunResult, ground_truth, run
+from sim.world import RecordedLook, RunResult, ground_truth, run_checks
 
 
 def _event_json(event: Event, publish_started_ms: int) -> dict[str, Any]:
@@ -74,7 +74,7 @@ def result_json(result: RunResult, publish_started_ms: int) -> dict[str, Any]:
 def compare(
     scenario: Scenario,
     checks: Sequence[Check],
-    seeds: Sequence[int],
+    seeds: Iterable[int],
     on_result: Callable[[RunResult], None] | None = None,
 ) -> dict[str, Any]:
     """Every check in every seed's world; the release's badness is judged once per seed.
@@ -88,8 +88,8 @@ def compare(
     }
     failures = []
     for seed in seeds:
-        bad = ground_truth(scenario, seed)
-        results = [run(scenario, seed, check, bad=bad) for check in checks]
+        results = run_checks(scenario, seed, checks)
+        bad = results[0].bad if results else ground_truth(scenario, seed)
         for result in results:
             if on_result is not None:
                 on_result(result)

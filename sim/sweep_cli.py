@@ -104,26 +104,3 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     else:
         print(summary_table(result.summary))
     return EXIT_INTERRUPTED if result.interrupted else EXIT_OK
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m sim.sweep_cli SWEEP.toml …``: the subcommand on its own, same contract."""
-    import sys  # noqa: PLC0415
-
-    from sim.cli import EXIT_BAD_INPUT, build_parser  # noqa: PLC0415
-
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    if "sweep" not in sub.choices:
-        add_sweep_parser(sub)
-    args = parser.parse_args(["sweep", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        code: int = args.handler(args)
-    except BadInput as error:
-        print(f"testbed: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    return code
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

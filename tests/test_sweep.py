@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 import sim.sweep
+from sim.cli import main as run_cli
 from sim.heatmap import heatmap, miss_grid
 from sim.scenario import BadInput
 from sim.sweep import load_sweep, read_rows, run_sweep, write_rows
-from sim.sweep_cli import main
 
 DATA = Path(__file__).parent / "data" / "sweeps"
 SMALL = DATA / "small.toml"
@@ -110,7 +110,7 @@ def test_ctrl_c_keeps_the_finished_rows(tmp_path: Path) -> None:
 def test_cli_writes_rows_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`testbed sweep --out x.jsonl --json`: rows on disk, the summary alone on stdout."""
     out = tmp_path / "rows.jsonl"
-    code = main([str(SMALL), "--workers", "1", "--out", str(out), "--json", "--no-progress"])
+    code = run_cli(["sweep", str(SMALL), "--workers", "1", "--out", str(out), "--json", "--no-progress"])
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["units_done"] == 40
@@ -177,11 +177,11 @@ def test_cli_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str
     """The CLI reports bad input on one stderr line with exit status 2, no traceback."""
     path = tmp_path / "bad.toml"
     path.write_text('scenario = "nope"\n', encoding="utf-8")
-    assert main([str(path), "--no-progress"]) == 2
+    assert run_cli(["sweep", str(path), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "Traceback" not in err
-    assert main([str(SMALL), "--out", str(tmp_path / "x.txt")]) == 2
+    assert run_cli(["sweep", str(SMALL), "--out", str(tmp_path / "x.txt")]) == 2
 
 
 def test_heatmap_has_a_panel_per_check(local_rows: list[dict[str, Any]]) -> None:
