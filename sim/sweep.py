@@ -20,19 +20,19 @@ import statistics
 import tempfile
 import threading
 import time
-import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from checks import BUILTIN_CHECKS
 from sim import scenario as scenarios
 from sim.loader import load_checks
-from sim.scenario import BadInput, Scenario, apply_sets, format_error, validate
+from sim.scenario import Scenario, validate
+from sim.settings import BadInput, apply_sets, locate, read_toml, validated
 from sim.world import run_checks
 
 Scalar = int | float | str | bool
@@ -195,22 +195,11 @@ def _with_values(raw: dict[str, Any], items: Iterator[tuple[str, Scalar]] | Any)
 
 def _base_raw(name_or_path: str, sweep_dir: Path, sets: list[str]) -> tuple[str, dict[str, Any]]:
     """The base scenario as a raw mapping (validated), by shipped name or path."""
-    if name_or_path.endswith(".toml") or "/" in name_or_path:
-        path = Path(name_or_path)
-        if not path.is_absolute() and not path.exists():
-            path = sweep_dir / path
-    else:
-        found = scenarios.shipped().get(name_or_path)
-        if found is None:
-            names = ", ".join(scenarios.shipped()) or "none"
-            raise BadInput(f"scenario: unknown scenario {name_or_path!r} (shipped: {names})")
-        path = found
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise BadInput(f"scenario: cannot read {path} ({error.strerror})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise BadInput(f"{path.name}: malformed TOML: {error}") from None
+        path = locate(name_or_path, scenarios.shipped, "scenario", relative_to=sweep_dir)
+    except BadInput as error:
+        raise BadInput(f"scenario: {error}") from None
+    raw = read_toml(path, "scenario: cannot read {path} ({reason})")
     raw.setdefault("name", path.stem)
     raw = apply_sets(raw, sets)
     validate(raw, path.name)
@@ -220,18 +209,8 @@ def _base_raw(name_or_path: str, sweep_dir: Path, sets: list[str]) -> tuple[str,
 def load_sweep(path: str | Path) -> Sweep:
     """Read and validate a sweep file; any problem is BadInput with one line."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise BadInput(f"{path}: cannot read sweep file ({error.strerror})") from None
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise BadInput(f"{path.name}: malformed TOML: {error}") from None
-    try:
-        spec = SweepFile.model_validate(raw)
-    except ValidationError as error:
-        raise BadInput(format_error(path.name, error)) from None
+    raw = read_toml(path, "{path}: cannot read sweep file ({reason})")
+    spec = validated(SweepFile, raw, path.name)
     return from_spec(spec, path.parent, path.stem)
 
 
