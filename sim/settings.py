@@ -27,22 +27,32 @@ def parse_value(text: str) -> Any:
 
 def apply_sets(raw: dict[str, Any], sets: Sequence[str]) -> dict[str, Any]:
     """Apply ``table.key=value`` overrides to a raw scenario mapping (returns a new one)."""
-    merged = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
+    merged = copy_tables(raw)
     for item in sets:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise BadInput(f"--set {item!r}: expected KEY=VALUE, e.g. platform.event_log_cap=3")
-        *tables, field = key.strip().split(".")
-        if len(tables) > 1:
-            raise BadInput(f"--set {key}: keys are 'field' or 'table.field'")
-        target = merged
-        if tables:
-            table = merged.setdefault(tables[0], {})
-            if not isinstance(table, dict):
-                raise BadInput(f"--set {key}: {tables[0]} is not a table")
-            target = table
-        target[field] = parse_value(value.strip())
+        set_key(merged, key.strip(), parse_value(value.strip()), f"--set {key}")
     return merged
+
+
+def copy_tables(raw: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a raw mapping whose tables are copies too, ready for ``set_key``."""
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
+
+
+def set_key(merged: dict[str, Any], key: str, value: Any, where: str) -> None:
+    """Set ``value`` at a ``field`` or ``table.field`` key; a bad key is BadInput starting ``where``."""
+    *tables, field = key.split(".")
+    if len(tables) > 1:
+        raise BadInput(f"{where}: keys are 'field' or 'table.field'")
+    target = merged
+    if tables:
+        table = merged.setdefault(tables[0], {})
+        if not isinstance(table, dict):
+            raise BadInput(f"{where}: {tables[0]} is not a table")
+        target = table
+    target[field] = value
 
 
 def format_error(source: str, error: ValidationError) -> str:

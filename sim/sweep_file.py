@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +20,7 @@ from checks import BUILTIN_CHECKS
 from sim import scenario as scenarios
 from sim.loader import load_checks
 from sim.scenario import Scenario, validate
-from sim.settings import BadInput, apply_sets, locate, read_toml, validated
+from sim.settings import BadInput, apply_sets, copy_tables, locate, read_toml, set_key, validated
 
 Scalar = int | float | str | bool
 
@@ -154,17 +154,10 @@ class Sweep:
                      self.heatmap)
 
 
-def _with_values(raw: dict[str, Any], items: Iterator[tuple[str, Scalar]] | Any) -> dict[str, Any]:
-    merged = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
+def _with_values(raw: dict[str, Any], items: Iterable[tuple[str, Scalar]]) -> dict[str, Any]:
+    merged = copy_tables(raw)
     for key, value in items:
-        *tables, name = key.split(".")
-        target = merged
-        if tables:
-            table = merged.setdefault(tables[0], {})
-            if not isinstance(table, dict):
-                raise BadInput(f"axes.{key}: {tables[0]} is not a table")
-            target = table
-        target[name] = value
+        set_key(merged, key, value, f"axes.{key}")
     return merged
 
 
