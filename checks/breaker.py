@@ -91,13 +91,7 @@ class CircuitBreakerCheck:
                 worst,
                 layer="circuit-breaker",
             )
-        found = await_started(
-            publish_started_ms,
-            looks,
-            start_timeout_s=self.start_timeout_s,
-            poll_s=self.poll_s,
-            check=self.name,
-        )
+        found = await_started(self, publish_started_ms, looks)
         if not isinstance(found, int):
             return found
         watched_s = (latest.at_ms - looks[found].at_ms) / 1000

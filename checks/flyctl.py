@@ -97,13 +97,7 @@ class FlyctlSmokeCheck:
 
     def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
         """Return the next read's wait, or the smoke check's verdict."""
-        found = await_started(
-            publish_started_ms,
-            looks,
-            start_timeout_s=self.start_timeout_s,
-            poll_s=self.poll_s,
-            check=self.name,
-        )
+        found = await_started(self, publish_started_ms, looks)
         if not isinstance(found, int):
             return found
         smoke = looks[found:]

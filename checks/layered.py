@@ -44,13 +44,7 @@ class LayeredCheck:
             for machine in looks[-1].machines:
                 if machine.gave_up:
                     return self._gave_up(machine, publish_started_ms)
-        first_started = await_started(
-            publish_started_ms,
-            looks,
-            start_timeout_s=self.start_timeout_s,
-            poll_s=self.poll_s,
-            check=self.name,
-        )
+        first_started = await_started(self, publish_started_ms, looks)
         if not isinstance(first_started, int):
             return first_started
 

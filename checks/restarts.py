@@ -65,13 +65,7 @@ class RestartCounterCheck:
                     )
             if started_at is None and all_started:
                 started_at = look.at_ms
-        found = await_started(
-            publish_started_ms,
-            looks,
-            start_timeout_s=self.start_timeout_s,
-            poll_s=self.poll_s,
-            check=self.name,
-        )
+        found = await_started(self, publish_started_ms, looks)
         if not isinstance(found, int):
             return found
         assert started_at is not None

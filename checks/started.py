@@ -4,9 +4,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Protocol
 
 from checks.model import Look, Verdict, Wait
 from checks.reasons import describe
+
+
+class AwaitsStart(Protocol):
+    """A check that opens by polling, every ``poll_s``, until every machine reads started.
+
+    A machine not started ``start_timeout_s`` after the publish began fails the check, with
+    a reason that begins with the check's ``name``.
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def start_timeout_s(self) -> float: ...
+    @property
+    def poll_s(self) -> float: ...
 
 
 def wait_at_least(seconds: float) -> Wait:
@@ -27,12 +43,7 @@ def first_all_started(looks: Sequence[Look]) -> int | None:
 
 
 def await_started(
-    publish_started_ms: int,
-    looks: Sequence[Look],
-    *,
-    start_timeout_s: float,
-    poll_s: float,
-    check: str,
+    check: AwaitsStart, publish_started_ms: int, looks: Sequence[Look]
 ) -> Wait | Verdict | int:
     """The index of the first all-started look, or the next poll, or the start-timeout verdict."""
     if not looks:
@@ -42,14 +53,14 @@ def await_started(
         return found
     latest = looks[-1]
     waited_s = (latest.at_ms - publish_started_ms) / 1000
-    if waited_s >= start_timeout_s:
+    if waited_s >= check.start_timeout_s:
         waiting = next(m for m in latest.machines if m.state != "started")
         return Verdict(
             False,
-            f"{check}: machine {waiting.id} never read started within {start_timeout_s:g} s of "
-            f"the publish ({describe(waiting, publish_started_ms)}); check the image's start "
-            "command and boot time",
+            f"{check.name}: machine {waiting.id} never read started within "
+            f"{check.start_timeout_s:g} s of the publish ({describe(waiting, publish_started_ms)}); "
+            "check the image's start command and boot time",
             waiting.id,
             layer="start-timeout",
         )
-    return wait_at_least(min(poll_s, start_timeout_s - waited_s))
+    return wait_at_least(min(check.poll_s, check.start_timeout_s - waited_s))

@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from sim.behavior import Behavior, BehaviorName
 from sim.machine import PlatformRules, RestartPolicy
+from sim.settings import BadInput, apply_sets, format_error, load_settings, parse_value, validated
+
+# The settings-file names stay importable from here, where they used to live.
+__all__ = [
+    "DEFAULT_EPOCH_MS", "OUTCOMES", "AppTable", "BadInput", "CheckTable", "Outcome",
+    "PlatformTable", "PreviousTable", "PublishTable", "ReconcilerTable", "ReleaseTable",
+    "Scenario", "TrafficTable", "apply_sets", "format_error", "load", "parse_value",
+    "scenarios_dir", "shipped", "validate",
+]
 
 Outcome = Literal["caught", "missed", "passed", "false_alarm", "blind", "undecided", "error"]
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 
 # 2025-09-25T09:00:00Z: platform timestamps look like the incident's, in epoch ms.
 DEFAULT_EPOCH_MS = 1_758_790_800_000
-
-
-class BadInput(Exception):
-    """Input a person can fix: reported as one line, exit status 2."""
 
 
 class _Table(BaseModel):
@@ -133,71 +137,11 @@ def shipped() -> dict[str, Path]:
     return {p.stem: p for p in sorted(scenarios_dir().glob("*.toml"))}
 
 
-def parse_value(text: str) -> Any:
-    """Read a ``--set`` value as TOML (numbers, booleans, quoted strings), else as a bare string."""
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
-def apply_sets(raw: dict[str, Any], sets: list[str]) -> dict[str, Any]:
-    """Apply ``table.key=value`` overrides to a raw scenario mapping (returns a new one)."""
-    merged = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
-    for item in sets:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise BadInput(f"--set {item!r}: expected KEY=VALUE, e.g. platform.event_log_cap=3")
-        *tables, field = key.strip().split(".")
-        if len(tables) > 1:
-            raise BadInput(f"--set {key}: keys are 'field' or 'table.field'")
-        target = merged
-        if tables:
-            table = merged.setdefault(tables[0], {})
-            if not isinstance(table, dict):
-                raise BadInput(f"--set {key}: {tables[0]} is not a table")
-            target = table
-        target[field] = parse_value(value.strip())
-    return merged
-
-
-def format_error(source: str, error: ValidationError) -> str:
-    """The first validation problem as one line naming the field and the rule."""
-    first = error.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
-    kind = first["type"]
-    if kind == "extra_forbidden":
-        return f"{source}: {loc}: unknown field"
-    if kind == "missing":
-        return f"{source}: {loc}: required field is missing"
-    got = first.get("input")
-    return f"{source}: {loc}: {first['msg'].rstrip('.').lower()} (got {got!r})"
-
-
 def validate(raw: dict[str, Any], source: str) -> Scenario:
     """Validate a raw mapping into a Scenario, or raise BadInput with one line."""
-    try:
-        return Scenario.model_validate(raw)
-    except ValidationError as error:
-        raise BadInput(format_error(source, error)) from None
+    return validated(Scenario, raw, source)
 
 
 def load(name_or_path: str, sets: list[str] | None = None) -> Scenario:
     """Load a shipped scenario by name, or a TOML file by path, then apply overrides."""
-    path = Path(name_or_path)
-    if not (name_or_path.endswith(".toml") or os.sep in name_or_path):
-        found = shipped().get(name_or_path)
-        if found is None:
-            names = ", ".join(shipped()) or "none"
-            raise BadInput(f"unknown scenario {name_or_path!r} (shipped: {names})")
-        path = found
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise BadInput(f"{path}: cannot read scenario file ({error.strerror})") from None
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise BadInput(f"{path.name}: malformed TOML: {error}") from None
-    raw.setdefault("name", path.stem)
-    return validate(apply_sets(raw, sets or []), path.name)
+    return load_settings(Scenario, name_or_path, shipped, "scenario", sets or ())

@@ -20,8 +20,10 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from sim.scenario import BadInput
-from sim.sweep import load_sweep, run_sweep, summary_table, write_rows
+from sim.settings import BadInput
+from sim.sweep_file import load_sweep
+from sim.sweep_output import summary_table, write_rows
+from sim.sweep_run import run_sweep
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
 

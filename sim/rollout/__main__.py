@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from sim.rollout.cli import add_lint_timing_parser, add_rollout_parser
-from sim.scenario import BadInput
+from sim.settings import BadInput
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,7 @@ from sim.rollout.config import load
 from sim.rollout.expect import check_expectations
 from sim.rollout.report import lint_json, lint_text, rollout_json, rollout_table
 from sim.rollout.world import run
-from sim.scenario import BadInput
+from sim.settings import BadInput
 
 # The generous cap is for typos (--runs 1000000), not a limit of the model.
 MAX_RUNS = 100_000

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -11,13 +9,13 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     field_validator,
 )
 
 from checks.timing import DEFAULT_MAX_REHEAL_S, DrainTiming
-from sim.scenario import BadInput, apply_sets, format_error, scenarios_dir
+from sim.scenario import scenarios_dir
+from sim.settings import load_settings, validated
 
 
 class _Table(BaseModel):
@@ -143,28 +141,9 @@ def shipped() -> dict[str, Path]:
 
 def validate(raw: dict[str, Any], source: str) -> RolloutScenario:
     """Validate a raw mapping, or raise BadInput with one line naming the field and rule."""
-    try:
-        return RolloutScenario.model_validate(raw)
-    except ValidationError as error:
-        raise BadInput(format_error(source, error)) from None
+    return validated(RolloutScenario, raw, source)
 
 
 def load(name_or_path: str, sets: list[str] | None = None) -> RolloutScenario:
     """Load a shipped rollout scenario by name, or a TOML file by path, then apply overrides."""
-    path = Path(name_or_path)
-    if not (name_or_path.endswith(".toml") or os.sep in name_or_path):
-        found = shipped().get(name_or_path)
-        if found is None:
-            names = ", ".join(shipped()) or "none"
-            raise BadInput(f"unknown rollout scenario {name_or_path!r} (shipped: {names})")
-        path = found
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise BadInput(f"{path}: cannot read scenario file ({error.strerror})") from None
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise BadInput(f"{path.name}: malformed TOML: {error}") from None
-    raw.setdefault("name", path.stem)
-    return validate(apply_sets(raw, sets or []), path.name)
+    return load_settings(RolloutScenario, name_or_path, shipped, "rollout scenario", sets or ())

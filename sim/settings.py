@@ -1,0 +1,131 @@
+"""Settings files: TOML read by shipped name or path, ``--set`` overrides, one-line errors."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+class BadInput(Exception):
+    """Input a person can fix: reported as one line, exit status 2."""
+
+
+def parse_value(text: str) -> Any:
+    """Read a ``--set`` value as TOML (numbers, booleans, quoted strings), else as a bare string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_sets(raw: dict[str, Any], sets: Sequence[str]) -> dict[str, Any]:
+    """Apply ``table.key=value`` overrides to a raw scenario mapping (returns a new one)."""
+    merged = copy_tables(raw)
+    for item in sets:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BadInput(f"--set {item!r}: expected KEY=VALUE, e.g. platform.event_log_cap=3")
+        set_key(merged, key.strip(), parse_value(value.strip()), f"--set {key}")
+    return merged
+
+
+def copy_tables(raw: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a raw mapping whose tables are copies too, ready for ``set_key``."""
+    return {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
+
+
+def set_key(merged: dict[str, Any], key: str, value: Any, where: str) -> None:
+    """Set ``value`` at a ``field`` or ``table.field`` key; a bad key is BadInput starting ``where``."""
+    *tables, field = key.split(".")
+    if len(tables) > 1:
+        raise BadInput(f"{where}: keys are 'field' or 'table.field'")
+    target = merged
+    if tables:
+        table = merged.setdefault(tables[0], {})
+        if not isinstance(table, dict):
+            raise BadInput(f"{where}: {tables[0]} is not a table")
+        target = table
+    target[field] = value
+
+
+def format_error(source: str, error: ValidationError) -> str:
+    """The first validation problem as one line naming the field and the rule."""
+    first = error.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        return f"{source}: {loc}: unknown field"
+    if kind == "missing":
+        return f"{source}: {loc}: required field is missing"
+    got = first.get("input")
+    return f"{source}: {loc}: {first['msg'].rstrip('.').lower()} (got {got!r})"
+
+
+def validated(model: type[Model], raw: dict[str, Any], source: str) -> Model:
+    """Validate a raw mapping into ``model``, or raise BadInput with one line."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as error:
+        raise BadInput(format_error(source, error)) from None
+
+
+def locate(
+    name_or_path: str,
+    shipped: Callable[[], Mapping[str, Path]],
+    kind: str,
+    relative_to: Path | None = None,
+) -> Path:
+    """The file a name means: a path if it looks like one (``.toml`` or a slash), else a shipped one.
+
+    With ``relative_to``, a relative path that does not exist from here is taken from there.
+    """
+    if name_or_path.endswith(".toml") or "/" in name_or_path or os.sep in name_or_path:
+        path = Path(name_or_path)
+        if relative_to is not None and not path.is_absolute() and not path.exists():
+            path = relative_to / path
+        return path
+    found = shipped().get(name_or_path)
+    if found is None:
+        names = ", ".join(shipped()) or "none"
+        raise BadInput(f"unknown {kind} {name_or_path!r} (shipped: {names})")
+    return found
+
+
+def read_toml(path: Path, unreadable: str) -> dict[str, Any]:
+    """The TOML table in ``path``; BadInput if it is malformed or cannot be read.
+
+    ``unreadable`` is the message for a file that cannot be read, with ``{path}`` and
+    ``{reason}`` in it.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise BadInput(unreadable.format(path=path, reason=error.strerror)) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise BadInput(f"{path.name}: malformed TOML: {error}") from None
+
+
+def load_settings(
+    model: type[Model],
+    name_or_path: str,
+    shipped: Callable[[], Mapping[str, Path]],
+    kind: str,
+    sets: Sequence[str] = (),
+) -> Model:
+    """Load a shipped file by name, or a TOML file by path, apply overrides and validate.
+
+    The file's stem is the ``name`` unless the file sets one.
+    """
+    path = locate(name_or_path, shipped, kind)
+    raw = read_toml(path, "{path}: cannot read scenario file ({reason})")
+    raw.setdefault("name", path.stem)
+    return validated(model, apply_sets(raw, sets), path.name)

@@ -1,0 +1,220 @@
+"""Sweep files: the TOML a person writes, its axes, and the validated Sweep it expands to.
+
+A sweep file names a base scenario, the checks to compare, the seeds, and axes over
+scenario keys (``table.key`` as in ``--set``). Points are numbered with the last axis
+varying fastest.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from checks import BUILTIN_CHECKS
+from sim import scenario as scenarios
+from sim.loader import load_checks
+from sim.scenario import Scenario, validate
+from sim.settings import BadInput, apply_sets, copy_tables, locate, read_toml, set_key, validated
+
+Scalar = int | float | str | bool
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RangeAxis(_Table):
+    """Values from ``start`` to ``stop`` (inclusive) every ``step``."""
+
+    start: float
+    stop: float
+    step: float = Field(gt=0)
+
+    def values(self) -> list[Scalar]:
+        """The values, as integers when start and step are whole numbers."""
+        count = math.floor((self.stop - self.start) / self.step + 1e-9) + 1
+        if count < 1:
+            raise ValueError(f"empty range: stop {self.stop:g} is below start {self.start:g}")
+        whole = self.start.is_integer() and self.step.is_integer()
+        out: list[Scalar] = []
+        for i in range(count):
+            value = round(self.start + i * self.step, 10)
+            out.append(int(value) if whole else value)
+        return out
+
+
+class RandomAxis(_Table):
+    """``count`` values drawn from ``random.Random(seed)``: uniform, integers or loguniform."""
+
+    random: Literal["uniform", "integers", "loguniform"]
+    low: float
+    high: float
+    count: int = Field(ge=1, le=1_000_000)
+    seed: int = 0
+
+    def values(self) -> list[Scalar]:
+        """The drawn values, in draw order."""
+        if self.high < self.low:
+            raise ValueError(f"high {self.high:g} is below low {self.low:g}")
+        rng = random.Random(self.seed)
+        if self.random == "integers":
+            low, high = math.ceil(self.low), math.floor(self.high)
+            return [rng.randint(low, high) for _ in range(self.count)]
+        if self.random == "loguniform":
+            if self.low <= 0:
+                raise ValueError("loguniform needs low > 0")
+            lo, hi = math.log(self.low), math.log(self.high)
+            return [round(math.exp(rng.uniform(lo, hi)), 6) for _ in range(self.count)]
+        return [round(rng.uniform(self.low, self.high), 6) for _ in range(self.count)]
+
+
+Axis = list[Scalar] | RangeAxis | RandomAxis
+
+
+class HeatmapTable(_Table):
+    """``[heatmap]``: which two axes the miss-region heatmap puts on x and y."""
+
+    x: str
+    y: str
+
+
+class SweepFile(_Table):
+    """A sweep file as written: base scenario, fixed overrides, checks, seeds, axes."""
+
+    name: str = ""
+    description: str = ""
+    scenario: str
+    set: list[str] = []
+    checks: list[str] = []
+    seeds: int | list[int] = Field(1)
+    first_seed: int | None = Field(None, ge=0)
+    axes: dict[str, Axis] = {}
+    heatmap: HeatmapTable | None = None
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, value: int | list[int]) -> int | list[int]:
+        if isinstance(value, int) and not 1 <= value <= 1_000_000:
+            raise ValueError("a seed count must be between 1 and 1000000")
+        if isinstance(value, list) and (not value or min(value) < 0):
+            raise ValueError("a seed list must be non-empty with seeds of 0 or more")
+        return value
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A validated sweep, ready to run anywhere: it carries the base scenario as data."""
+
+    name: str
+    scenario_name: str
+    base: dict[str, Any]
+    checks: tuple[str, ...]
+    seeds: tuple[int, ...]
+    axes: tuple[tuple[str, tuple[Scalar, ...]], ...]
+    heatmap: tuple[str, str] | None = None
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The swept scenario keys, in file order."""
+        return tuple(key for key, _ in self.axes)
+
+    @property
+    def points(self) -> int:
+        """How many parameter combinations the axes span."""
+        return math.prod(len(values) for _, values in self.axes)
+
+    @property
+    def units(self) -> int:
+        """How many worlds: points times seeds."""
+        return self.points * len(self.seeds)
+
+    def point(self, index: int) -> tuple[Scalar, ...]:
+        """The axis values of point ``index`` (the last axis varies fastest)."""
+        values = []
+        for _, axis in reversed(self.axes):
+            index, at = divmod(index, len(axis))
+            values.append(axis[at])
+        return tuple(reversed(values))
+
+    def scenario(self, values: Sequence[Scalar]) -> Scenario:
+        """The base scenario with one point's values set."""
+        raw = _with_values(self.base, zip(self.keys, values, strict=True))
+        return validate(raw, self.name)
+
+    def thinned(self, every: int) -> Sweep:
+        """Every ``every``-th value of each axis: a quick look at a big sweep."""
+        axes = tuple((key, values[::every]) for key, values in self.axes)
+        return Sweep(self.name, self.scenario_name, self.base, self.checks, self.seeds, axes,
+                     self.heatmap)
+
+
+def _with_values(raw: dict[str, Any], items: Iterable[tuple[str, Scalar]]) -> dict[str, Any]:
+    merged = copy_tables(raw)
+    for key, value in items:
+        set_key(merged, key, value, f"axes.{key}")
+    return merged
+
+
+def _base_raw(name_or_path: str, sweep_dir: Path, sets: list[str]) -> tuple[str, dict[str, Any]]:
+    """The base scenario as a raw mapping (validated), by shipped name or path."""
+    try:
+        path = locate(name_or_path, scenarios.shipped, "scenario", relative_to=sweep_dir)
+    except BadInput as error:
+        raise BadInput(f"scenario: {error}") from None
+    raw = read_toml(path, "scenario: cannot read {path} ({reason})")
+    raw.setdefault("name", path.stem)
+    raw = apply_sets(raw, sets)
+    validate(raw, path.name)
+    return path.stem, raw
+
+
+def load_sweep(path: str | Path) -> Sweep:
+    """Read and validate a sweep file; any problem is BadInput with one line."""
+    path = Path(path)
+    raw = read_toml(path, "{path}: cannot read sweep file ({reason})")
+    spec = validated(SweepFile, raw, path.name)
+    return from_spec(spec, path.parent, path.stem)
+
+
+def from_spec(spec: SweepFile, sweep_dir: Path, default_name: str = "sweep") -> Sweep:
+    """Check a parsed sweep against its base scenario and expand its axes."""
+    scenario_name, base = _base_raw(spec.scenario, sweep_dir, spec.set)
+    axes: list[tuple[str, tuple[Scalar, ...]]] = []
+    for key, axis in spec.axes.items():
+        if len(key.split(".")) > 2 or not all(key.split(".")):
+            raise BadInput(f"axes.{key}: keys are 'field' or 'table.field'")
+        try:
+            values = axis if isinstance(axis, list) else axis.values()
+        except ValueError as error:
+            raise BadInput(f"axes.{key}: {error}") from None
+        if not values:
+            raise BadInput(f"axes.{key}: needs at least one value")
+        # Scenario fields are independent, so checking each value alone checks every point.
+        for value in dict.fromkeys(values):
+            validate(_with_values(base, [(key, value)]), f"axes.{key} = {value!r}")
+        axes.append((key, tuple(values)))
+    base_scenario = validate(base, scenario_name)
+    check_names = spec.checks or list(BUILTIN_CHECKS)
+    load_checks(check_names, base_scenario.check.model_dump())  # unknown check: BadInput now
+    if isinstance(spec.seeds, int):
+        first = base_scenario.seed if spec.first_seed is None else spec.first_seed
+        seeds = tuple(range(first, first + spec.seeds))
+    else:
+        seeds = tuple(spec.seeds)
+    heatmap = None
+    if spec.heatmap is not None:
+        for key in (spec.heatmap.x, spec.heatmap.y):
+            if key not in spec.axes:
+                raise BadInput(f"heatmap: {key!r} is not one of the axes")
+        heatmap = (spec.heatmap.x, spec.heatmap.y)
+    return Sweep(
+        spec.name or default_name, scenario_name, base, tuple(check_names), seeds, tuple(axes),
+        heatmap,
+    )
+

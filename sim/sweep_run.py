@@ -1,0 +1,255 @@
+"""Running a sweep: tasks of consecutive units, sized by measurement, run where asked.
+
+Tasks run in this process, on a local process pool whose workers start in the
+background, or on a Dask cluster; rows are put back in unit order.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim.settings import BadInput
+from sim.sweep_file import Sweep
+from sim.sweep_output import summarise
+from sim.sweep_units import Progress, Row, run_units
+
+# A task should carry at least this much work, so a pool's per-task cost stays small.
+TASK_TARGET_S = 0.1
+# ...and at most this much, so Ctrl-C and the progress bar stay responsive.
+TASK_CEILING_S = 1.0
+
+
+@dataclass
+class SweepResult:
+    """The rows of a sweep (all of them, or those finished before an interrupt)."""
+
+    sweep: Sweep
+    rows: list[Row]
+    units_done: int
+    interrupted: bool = False
+    elapsed_s: float = 0.0
+    tasks: int = 0
+    per_task: int = 0
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """True when every unit ran."""
+        return self.units_done == self.sweep.units
+
+
+def _calibrate(sweep: Sweep, done: dict[int, list[Row]], progress: Progress | None) -> int:
+    """Run the first units here for ~30 ms; return units per task.
+
+    The first unit only warms up (imports, caches) and is not timed; a task is sized
+    from the median of the others, so one slow unit does not shrink every task.
+    """
+    began = time.perf_counter()
+    costs: list[float] = []
+    unit = 0
+    while unit < sweep.units and (unit < 2 or time.perf_counter() - began < 0.03):
+        start = time.perf_counter()
+        done[unit] = run_units(sweep, unit, unit + 1)[1]
+        if unit:
+            costs.append(time.perf_counter() - start)
+        unit += 1
+        if progress:
+            progress(1)
+    per_unit = max(statistics.median(costs) if costs else 1.0, 1e-6)
+    return max(1, min(math.ceil(TASK_TARGET_S / per_unit), math.floor(TASK_CEILING_S / per_unit)))
+
+
+def run_sweep(
+    sweep: Sweep,
+    workers: int | None = None,
+    dask: str | None = None,
+    progress: Progress | None = None,
+    per_task: int | None = None,
+) -> SweepResult:
+    """Run every unit; rows in unit order. Ctrl-C keeps the finished tasks' rows.
+
+    ``workers`` local processes (default: one per core; 1 runs here, no pool), or the
+    Dask scheduler at ``dask``. ``per_task`` fixes the batch size (default: measured so
+    a task is about ``TASK_TARGET_S`` of work).
+    """
+    began = time.perf_counter()
+    done: dict[int, list[Row]] = {}
+    interrupted = False
+    tasks = 0
+    size = 0
+    workers = workers or _cores()
+    # Local workers boot (import the simulator) while this process measures the work.
+    pool = _start_pool(workers) if dask is None and workers > 1 else None
+    try:
+        size = per_task or _calibrate(sweep, done, progress)
+        start = max(done, default=-1) + 1
+        ranges = [(lo, min(lo + size, sweep.units)) for lo in range(start, sweep.units, size)]
+        tasks = len(ranges) + len(done)
+        if dask is not None:
+            _run_dask(sweep, ranges, dask, done, progress)
+        elif pool is None:
+            for lo, hi in ranges:
+                done[lo] = run_units(sweep, lo, hi)[1]
+                if progress:
+                    progress(hi - lo)
+        else:
+            _run_pool(pool, sweep, ranges, done, progress)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    rows = [row for lo in sorted(done) for row in done[lo]]
+    units_done = len(rows) // max(len(sweep.checks), 1)
+    result = SweepResult(sweep, rows, units_done, interrupted, time.perf_counter() - began,
+                         tasks, size if tasks else 0)
+    result.summary = summarise(result)
+    return result
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _ignore_sigint() -> None:
+    # Ctrl-C goes to the whole process group; the parent decides what stops, so workers
+    # finish the task in hand instead of dying mid-row.
+    import signal  # noqa: PLC0415 (only the workers need it)
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _warm() -> None:
+    """A task that does nothing: submitting it makes the pool start a worker now."""
+
+
+class _Pool:
+    """A local process pool whose workers start in the background.
+
+    Starting a forkserver worker blocks until the server has imported the simulator
+    (a few hundred ms), so a helper thread starts them while this process works.
+    """
+
+    def __init__(self, workers: int) -> None:
+        import multiprocessing  # noqa: PLC0415
+
+        # forkserver: workers start from a clean server process, never from a parent
+        # that runs a progress-bar thread.
+        context = multiprocessing.get_context("forkserver")
+        # The server imports what a task needs (this module imports it all) once, for all workers.
+        context.set_forkserver_preload([__name__])
+        self.executor = ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_ignore_sigint
+        )
+        self.workers = workers
+        self.warming: list[Future[None]] = []
+        self.failure: BaseException | None = None
+        self._starter = threading.Thread(target=self._start, name="sweep-pool-start")
+        self._starter.start()
+
+    def _start(self) -> None:
+        try:
+            for _ in range(self.workers):
+                self.warming.append(self.executor.submit(_warm))
+        except BaseException as error:  # reported by started(), in the calling thread
+            self.failure = error
+
+    def ready(self) -> bool:
+        """True once every worker has started and run its warm-up task."""
+        return not self._starter.is_alive() and all(w.done() for w in self.warming)
+
+    def started(self) -> None:
+        """Wait until the workers were asked to start; raise if that failed."""
+        self._starter.join()
+        if self.failure is not None:
+            raise self.failure
+
+    def shutdown(self, wait: bool, cancel_futures: bool) -> None:
+        """Stop the workers (see ``ProcessPoolExecutor.shutdown``)."""
+        self._starter.join()
+        self.executor.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def _start_pool(workers: int) -> _Pool:
+    return _Pool(workers)
+
+
+def _run_pool(
+    pool: _Pool, sweep: Sweep, ranges: list[tuple[int, int]],
+    done: dict[int, list[Row]], progress: Progress | None,
+) -> None:
+    remaining = list(ranges)
+    # Until the workers are up, this process takes tasks from the far end itself.
+    while remaining and not pool.ready():
+        lo, hi = remaining.pop()
+        done[lo] = run_units(sweep, lo, hi)[1]
+        if progress:
+            progress(hi - lo)
+    pool.started()
+    pending: set[Future[tuple[int, list[Row]]]] = set()
+    try:
+        for lo, hi in remaining:
+            pending.add(pool.executor.submit(run_units, sweep, lo, hi))
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                lo, rows = future.result()
+                done[lo] = rows
+                if progress:
+                    progress(len(rows) // max(len(sweep.checks), 1))
+    except KeyboardInterrupt:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+        # Tasks already running when Ctrl-C came have finished now: keep them too.
+        for future in pending:
+            if future.done() and not future.cancelled() and future.exception() is None:
+                lo, rows = future.result()
+                done[lo] = rows
+        raise
+
+
+def _run_dask(
+    sweep: Sweep, ranges: list[tuple[int, int]], address: str, done: dict[int, list[Row]],
+    progress: Progress | None,
+) -> None:
+    try:
+        from distributed import Client, as_completed  # noqa: PLC0415
+    except ImportError:
+        raise BadInput(
+            "--dask: Dask distributed is not installed (pip install "
+            "'platform-simulator-testbed[dask]')"
+        ) from None
+    try:
+        client = Client(address, timeout="10s")
+    except Exception as error:
+        raise BadInput(f"--dask {address}: cannot reach the scheduler ({error})") from None
+    futures = []
+    try:
+        remote = client.scatter(sweep, broadcast=True)
+        futures = [client.submit(run_units, remote, lo, hi, pure=False) for lo, hi in ranges]
+        for future in as_completed(futures):
+            lo, rows = future.result()
+            done[lo] = rows
+            if progress:
+                progress(len(rows) // max(len(sweep.checks), 1))
+    except KeyboardInterrupt:
+        client.cancel([f for f in futures if not f.done()])
+        for future in futures:
+            if future.status == "finished":
+                lo, rows = future.result()
+                done[lo] = rows
+        raise
+    finally:
+        client.close()
+

@@ -1,0 +1,88 @@
+"""Units of work: every check in one (point, seed) world, one row per check.
+
+Units are numbered point-major, so rows come out in the same order whoever computed
+them: one process, a local pool, or a Dask cluster.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sim.loader import load_checks
+from sim.world import run_checks
+
+if TYPE_CHECKING:
+    from sim.sweep_file import Sweep
+
+Row = dict[str, Any]
+#: Called with the number of units just finished.
+Progress = Callable[[int], None]
+
+#: Row columns after the axis columns, in file order.
+RESULT_COLUMNS = (
+    "check", "verdict", "outcome", "release_bad", "decided_at_s", "rollback",
+    "late_failure_at_s", "down_s", "requests", "served", "not_found", "bad_gateway", "error",
+)
+
+
+def columns(sweep: Sweep) -> list[str]:
+    """Row columns in file order."""
+    return ["point", "seed", *sweep.keys, *RESULT_COLUMNS]
+
+
+def _rows_of_unit(sweep: Sweep, unit: int) -> list[Row]:
+    """All checks in one world; a world whose simulation raises gives error rows."""
+    point, seed_index = divmod(unit, len(sweep.seeds))
+    seed = sweep.seeds[seed_index]
+    values = sweep.point(point)
+    head: Row = {"point": point, "seed": seed} | dict(zip(sweep.keys, values, strict=True))
+    try:
+        world = sweep.scenario(values)
+        checks = load_checks(list(sweep.checks), world.check.model_dump())
+        results = run_checks(world, seed, checks)
+    except Exception as error:  # any failure of one world is that world's rows, not the sweep's
+        message = f"{type(error).__name__}: {error}".replace("\n", " ")
+        return [
+            head | dict.fromkeys(RESULT_COLUMNS) | {"check": name, "outcome": "error",
+                                                    "error": message}
+            for name in sweep.checks
+        ]
+    rows = []
+    for result in results:
+        verdict = result.verdict
+        site = result.site
+        rows.append(head | {
+            "check": result.check,
+            "verdict": None if verdict is None else ("pass" if verdict.ok else "fail"),
+            "outcome": result.outcome,
+            "release_bad": result.bad,
+            "decided_at_s": _round(result.decided_at_s),
+            "rollback": result.rollback,
+            "late_failure_at_s": _round(result.late_failure_at_s),
+            "down_s": site.down_s,
+            "requests": site.requests,
+            "served": site.served,
+            "not_found": site.not_found,
+            "bad_gateway": site.bad_gateway,
+            "error": result.error,
+        })
+    return rows
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def run_units(sweep: Sweep, start: int, stop: int) -> tuple[int, list[Row]]:
+    """A task: units ``start`` to ``stop`` (exclusive). Returns ``start`` and their rows."""
+    rows: list[Row] = []
+    for unit in range(start, stop):
+        rows.extend(_rows_of_unit(sweep, unit))
+    return start, rows
+
+
+def unit_rows(units: Sequence[int], sweep: Sweep) -> list[Row]:
+    """Rows of some units computed here (for tests and notebooks)."""
+    return list(itertools.chain.from_iterable(_rows_of_unit(sweep, u) for u in units))
