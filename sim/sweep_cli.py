@@ -22,7 +22,7 @@ from rich.text import Text
 
 from sim.settings import BadInput
 from sim.sweep_file import load_sweep
-from sim.sweep_output import summary_table, write_rows
+from sim.sweep_output import check_out_path, summary_table, write_rows
 from sim.sweep_run import run_sweep
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
@@ -69,10 +69,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.workers is not None and args.dask:
         raise BadInput("--workers and --dask: choose one (Dask decides its own workers)")
     out = Path(args.out or f"{sweep.name}.csv")
-    if out.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
-        raise BadInput(f"--out {out}: the suffix must be .csv, .jsonl or .ndjson")
-    if not out.resolve().parent.is_dir():
-        raise BadInput(f"--out {out}: no such directory {out.parent}")
+    check_out_path(out)
     if args.heatmap and len(sweep.axes) < 2:
         raise BadInput("--heatmap: the sweep needs two axes")
     errors = Console(stderr=True)

@@ -92,17 +92,24 @@ def _csv_cell(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
+def check_out_path(path: Path) -> None:
+    """Refuse an output path before any work is done: a known suffix, a folder that exists."""
+    if path.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
+        raise BadInput(f"--out {path}: the suffix must be .csv, .jsonl or .ndjson")
+    # Resolved, so `dir/../x.csv` is judged by the folder it really lands in.
+    if not path.resolve().parent.is_dir():
+        raise BadInput(f"--out {path}: no such directory {path.parent}")
+
+
 def write_rows(path: Path, sweep: Sweep, rows: Sequence[Row]) -> None:
     """Write rows as CSV (``.csv``) or JSON Lines (``.jsonl``/``.ndjson``), atomically.
 
     The rows go to a temporary file in the same directory, which then replaces ``path``
     in one step: a reader never sees half a file, and an old file survives a failure.
     """
+    check_out_path(path)
     suffix = path.suffix.lower()
-    if suffix not in (".csv", ".jsonl", ".ndjson"):
-        raise BadInput(f"--out {path}: the suffix must be .csv, .jsonl or .ndjson")
-    if not path.parent.is_dir():
-        raise BadInput(f"--out {path}: no such directory {path.parent}")
+    path = path.resolve()
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:

@@ -191,3 +191,11 @@ def test_heatmap_has_a_panel_per_check(local_rows: list[dict[str, Any]]) -> None
     assert grid.shape == (2, 5)
     figure = heatmap(local_rows, "release.crash_after_s", "check.look_delay_s")
     assert len(figure.axes) == 3
+
+
+def test_out_path_through_a_missing_folder_and_back_is_written(tmp_path, monkeypatch):
+    """`--out missing/../x.csv` is judged by the folder it lands in, before and after the run."""
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(["sweep", str(SMALL), "--workers", "1", "--out", "missing/../x.csv",
+                    "--no-progress"]) == 0
+    assert (tmp_path / "x.csv").read_text().startswith("point,")
