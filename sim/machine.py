@@ -239,20 +239,30 @@ class Machine:
         """
         rules = self.rules
         behavior = image.behavior
-        rng = self.rng
+        ref = image.ref
+        random = self.rng.random
         jitter = rules.jitter
+        # rng.uniform(-jitter, jitter) is ``a + (b - a) * random()``: the same draw and
+        # float operations inline, without a Python call per draw.
+        low, span = -jitter, jitter - -jitter
         boot_s = behavior.boot_s(rules.boot_s)
+        # A crash the same on every start (the crash loops) is jittered inline; other
+        # behaviours ask ``behavior.crash`` each start.
+        steady = behavior.steady_crash()
         restart_policy = rules.restart_policy
+        max_retries = rules.max_retries
+        restart_delay_s = rules.restart_delay_s
         history = self.history
         all_events = self.all_events
         log = self.log
         flips = self.flips
+        crashes = self.crashes
         starts = 0
         restarts = 0
         while True:
             if self.state != "starting":
                 self._set_state("starting")
-            yield boot_s * (1.0 + rng.uniform(-jitter, jitter)) if jitter else boot_s
+            yield boot_s * (1.0 + (low + span * random())) if jitter else boot_s
             now = self._t
             starts += 1
             if flips is not None:
@@ -269,20 +279,22 @@ class Machine:
             else:
                 all_events.append(log.event(record))
                 log.append(all_events[-1])
-            crash = behavior.crash(starts, rng, jitter)
-            if crash is None:
-                yield None
-                return
-            yield crash.after_s
+            if steady is not None:
+                yield steady.after_s * (1.0 + (low + span * random()))
+                exit_code, oom_killed = steady.exit_code, steady.oom_killed
+            else:
+                crash = behavior.crash(starts, self.rng, jitter)
+                if crash is None:
+                    yield None
+                    return
+                yield crash.after_s
+                exit_code, oom_killed = crash.exit_code, crash.oom_killed
             now = self._t
-            self.crashes.append((now, image.ref))
+            crashes.append((now, ref))
             restarting = restart_policy == "always" or (
-                restart_policy == "on-failure" and restarts < rules.max_retries
+                restart_policy == "on-failure" and restarts < max_retries
             )
-            record = (
-                "exit", "stopped", now, crash.exit_code, crash.oom_killed, False, restarting,
-                restarts,
-            )
+            record = ("exit", "stopped", now, exit_code, oom_killed, False, restarting, restarts)
             if all_events is None:
                 log.record(record)
             else:
@@ -299,7 +311,7 @@ class Machine:
                 return
             restarts += 1
             self.restarts_total += 1
-            yield rules.restart_delay_s
+            yield restart_delay_s
 
 
 class Tie(Exception):
