@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import simpy
 
@@ -14,6 +15,13 @@ from sim.behavior import Behavior
 from sim.eventlog import EventLog, Record
 
 RestartPolicy = Literal["no", "always", "on-failure"]
+
+
+class Clock(Protocol):
+    """What machines and the site need of their world's loop: the time now."""
+
+    @property
+    def now(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +51,7 @@ class Machine:
 
     def __init__(
         self,
-        env: simpy.Environment,
+        env: Clock,
         machine_id: str,
         rules: PlatformRules,
         rng: random.Random,
@@ -194,6 +202,7 @@ class Machine:
             self._life = self._lifetime(image)
             self._step_life()
         else:
+            assert isinstance(self.env, simpy.Environment), "an eager machine runs in SimPy"
             self._process = self.env.process(self._run(image))
 
     def _set_state(self, state: str) -> None:
@@ -218,6 +227,7 @@ class Machine:
     def _run(self, image: Image) -> Generator[simpy.Event, Any, None]:
         """The SimPy process of an eager machine: the life's delays as timeouts."""
         env = self.env
+        assert isinstance(env, simpy.Environment)
         life = self._lifetime(image)
         try:
             self._t = env.now
@@ -316,3 +326,62 @@ class Machine:
 
 class Tie(Exception):
     """A lazy machine would change at the very instant it is observed: rerun eagerly."""
+
+
+class LazyClock:
+    """The event loop of a lazy world, in SimPy's order, for the few processes it runs.
+
+    With lazy machines a world runs only the publish, the previous release and the
+    reconciler, a handful of timeouts each: SimPy's Event, Process and callback objects
+    for those cost more than the rest of such a run. The processes are the same
+    generators; here ``timeout`` is just the delay, scheduled when yielded (nothing is
+    scheduled between a SimPy timeout's creation and its yield in those processes).
+    The order is SimPy's: (time, priority, creation count), a new process first runs
+    at once (urgent) after what is running now, and ``run(until)`` stops before
+    anything at ``until``.
+    """
+
+    __slots__ = ("_count", "_queue", "now")
+
+    URGENT, NORMAL = 0, 1
+
+    def __init__(self) -> None:
+        self.now: float = 0.0
+        # (time, priority, count, process); process None is a stop (see ``stop``).
+        self._queue: list[tuple[float, int, int, Generator[float, Any, None] | None]] = []
+        self._count = 0
+
+    def timeout(self, delay: float) -> float:
+        """What a process yields to wait ``delay`` seconds."""
+        return delay
+
+    def process(self, process: Generator[float, Any, None]) -> None:
+        """Start a process: it runs first after the current one yields (SimPy's Initialize)."""
+        self._schedule(self.now, self.URGENT, process)
+
+    def stop(self) -> None:
+        """End ``run`` after what is already due now (SimPy's StopSimulation event)."""
+        self._schedule(self.now, self.NORMAL, None)
+
+    def _schedule(
+        self, at: float, priority: int, process: Generator[float, Any, None] | None
+    ) -> None:
+        heapq.heappush(self._queue, (at, priority, self._count, process))
+        self._count += 1
+
+    def run(self, until: float) -> None:
+        """Run the processes up to ``until`` (exclusive), or until ``stop``."""
+        queue = self._queue
+        pop = heapq.heappop
+        while queue and queue[0][0] < until:
+            at, _, _, process = pop(queue)
+            self.now = at
+            if process is None:
+                return
+            try:
+                delay = next(process)
+            except StopIteration:
+                continue
+            self._schedule(at + delay, self.NORMAL, process)
+        # As SimPy: an int horizon stays an int.
+        self.now = until if isinstance(until, int) else float(until)

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import simpy
 
-from sim.machine import Machine
+from sim.machine import Clock, Machine
 
 SERVED, NOT_FOUND, BAD_GATEWAY = "served", "not_found", "bad_gateway"
 # Machine states in which the machine is neither up nor on its way up.
@@ -39,7 +38,7 @@ class Site:
     afterwards against it, so traffic costs no simulated process per request.
     """
 
-    def __init__(self, env: simpy.Environment, live: str | None) -> None:
+    def __init__(self, env: Clock, live: str | None) -> None:
         self.env = env
         self.live = live
         self.ever_live = live is not None
@@ -154,7 +153,7 @@ class DeferredSite(Site):
     which carry no requests and no downtime).
     """
 
-    def __init__(self, env: simpy.Environment, live: str | None) -> None:
+    def __init__(self, env: Clock, live: str | None) -> None:
         super().__init__(env, live)
         self._live_at_start = live is not None
         self.flips: list[tuple[float, int]] = []
@@ -196,7 +195,38 @@ class DeferredSite(Site):
 # other points of a sweep that share its seed and traffic): (seed, rps, start, end) ->
 # arrival times, the exact ones when ``exact``.
 Times = npt.NDArray[np.float64]
-_STREAMS: OrderedDict[tuple[int, float, float, float], tuple[Times, bool]] = OrderedDict()
+StreamKey = tuple[int, float, float, float]
+
+
+class _KeptStreams(OrderedDict[StreamKey, tuple[Times, bool]]):
+    """The kept streams, oldest first, with their total length kept current.
+
+    Summing the lengths of all kept streams on every new stream cost more than
+    some of the draws themselves.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.total = 0
+
+    def __setitem__(self, key: StreamKey, value: tuple[Times, bool]) -> None:
+        old = self.get(key)
+        if old is not None:
+            self.total -= len(old[0])
+        super().__setitem__(key, value)
+        self.total += len(value[0])
+
+    def popitem(self, last: bool = True) -> tuple[StreamKey, tuple[Times, bool]]:
+        item = super().popitem(last)
+        self.total -= len(item[1][0])
+        return item
+
+    def clear(self) -> None:
+        super().clear()
+        self.total = 0
+
+
+_STREAMS = _KeptStreams()
 _STREAMS_KEPT = 64
 # A longer stream is counted in constant memory instead; and all kept streams together
 # stay under this many arrival times (8 bytes each).
@@ -238,11 +268,10 @@ def _arrivals_before(
             return _counts_streamed(seed, rps, start_s, end_s, bounds)
         kept = _draw(seed, rps, start_s, end_s)
         _STREAMS[key] = kept
-        total = sum(len(times) for times, _ in _STREAMS.values())
         while len(_STREAMS) > 1 and (
-            len(_STREAMS) > _STREAMS_KEPT or total > _STREAMS_MAX_TOTAL
+            len(_STREAMS) > _STREAMS_KEPT or _STREAMS.total > _STREAMS_MAX_TOTAL
         ):
-            total -= len(_STREAMS.popitem(last=False)[1][0])
+            _STREAMS.popitem(last=False)
     else:
         _STREAMS.move_to_end(key)
     times, exact = kept

@@ -11,7 +11,7 @@ from typing import Any
 import simpy
 
 from checks import Check, Event, Look, Verdict, Wait
-from sim.machine import Image, Machine, PlatformRules, Tie
+from sim.machine import Image, LazyClock, Machine, PlatformRules, Tie
 from sim.scenario import PlatformTable, PreviousTable, ReleaseTable, Scenario
 from sim.site import DOWN_STATES, DeferredSite, Site, SiteTally
 
@@ -85,7 +85,8 @@ class World:
 
     scenario: Scenario
     seed: int
-    env: simpy.Environment
+    #: SimPy for eager machines; a lazy world's few processes run on a ``LazyClock``.
+    env: simpy.Environment | LazyClock
     machines: list[Machine]
     site: Site
     traffic_seed: int
@@ -113,6 +114,9 @@ class World:
     def settle(self) -> None:
         """Nothing from now on can change the result: end the run here if allowed."""
         if self.stop_when_settled:
+            if isinstance(self.env, LazyClock):
+                self.env.stop()
+                return
             stop = self.env.event()
             stop.callbacks.append(simpy.core.StopSimulation.callback)
             stop.succeed()
@@ -143,7 +147,7 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
 
 
 def _build(scenario: Scenario, seed: int, trace: bool, lazy: bool) -> World:
-    env = simpy.Environment()
+    env = LazyClock() if lazy else simpy.Environment()
     root = random.Random(seed)
     # Child streams drawn in a fixed order: each machine and the traffic get their own,
     # so a check's actions never shift another part of the world's randomness.
@@ -182,7 +186,7 @@ def _look(world: World) -> RecordedLook:
     )
 
 
-def _previous_release(world: World) -> Generator[simpy.Event, Any, None]:
+def _previous_release(world: World) -> Generator[Any, Any, None]:
     """Launch the previous release at time 0; put it to sleep before the publish if asleep."""
     if world.previous is None:
         return
@@ -195,7 +199,7 @@ def _previous_release(world: World) -> Generator[simpy.Event, Any, None]:
             machine.sleep()
 
 
-def _publish(world: World, check: Check | None) -> Generator[simpy.Event, Any, None]:
+def _publish(world: World, check: Check | None) -> Generator[Any, Any, None]:
     env = world.env
     yield env.timeout(world.publish_at_s)
     for machine in world.machines:
@@ -250,7 +254,7 @@ def _publish(world: World, check: Check | None) -> Generator[simpy.Event, Any, N
         world.settle()
 
 
-def _reconciler(world: World) -> Generator[simpy.Event, Any, None]:
+def _reconciler(world: World) -> Generator[Any, Any, None]:
     """Every interval, fail the live release if a machine is down or crashed since last pass.
 
     It sees the platform as it is (every crash, uncapped), not through a check's looks.
@@ -284,6 +288,7 @@ def ground_truth(scenario: Scenario, seed: int) -> bool:
     """Run the world with no check and no rollback: is the release bad within the horizon?"""
     world = build(scenario, seed)
     env = world.env
+    assert isinstance(env, simpy.Environment)
     env.process(_previous_release(world))
     env.process(_publish(world, None))
     first_crash = env.event()
