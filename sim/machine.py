@@ -68,7 +68,7 @@ class Machine:
         self.on_state = on_state
         self.state = "created"
         self.image: Image | None = None
-        self.log = EventLog(rules.event_log_cap, rules.epoch_ms)
+        self.log = EventLog(rules.event_log_cap)
         #: Every crash ever, uncapped: what the reconciler and the ground truth see.
         self.crashes: list[tuple[float, str]] = []
         #: The platform's monotonic restart counter (exposed only if the rules say so).
@@ -267,6 +267,7 @@ class Machine:
         log = self.log
         flips = self.flips
         crashes = self.crashes
+        epoch_ms = rules.epoch_ms
         starts = 0
         restarts = 0
         while True:
@@ -283,7 +284,8 @@ class Machine:
             # Read each time: an observer (the oracle) may swap the hook before a run.
             if self.on_state is not None:
                 self.on_state(self)
-            record: Record = ("start", "started", now, None, False, False, False, 0)
+            stamp = epoch_ms + round(now * 1000)
+            record: Record = ("start", "started", stamp, "flyd", None, False, False, False, 0)
             if all_events is None:
                 log.record(record)
             else:
@@ -304,7 +306,10 @@ class Machine:
             restarting = restart_policy == "always" or (
                 restart_policy == "on-failure" and restarts < max_retries
             )
-            record = ("exit", "stopped", now, exit_code, oom_killed, False, restarting, restarts)
+            stamp = epoch_ms + round(now * 1000)
+            record = (
+                "exit", "stopped", stamp, "flyd", exit_code, oom_killed, False, restarting, restarts
+            )
             if all_events is None:
                 log.record(record)
             else:
