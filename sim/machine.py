@@ -93,14 +93,20 @@ class Machine:
 
     def snapshot(self) -> MachineSnapshot:
         """What an API read of this machine returns now."""
-        self._catch_up()
+        return self.snapshot_at(self.env.now, self.now_ms())
+
+    def snapshot_at(self, now: float, at_ms: int) -> MachineSnapshot:
+        """``snapshot`` with the clock read once by the caller for a whole look."""
+        if self.lazy:
+            self.advance(now)
+        image = self.image
         return MachineSnapshot(
-            id=self.id,
-            state=self.state,
-            image=self.image.ref if self.image else "",
-            events=self.log.newest_first(),
-            at_ms=self.now_ms(),
-            restart_counter=self.restarts_total if self.rules.restart_counter else None,
+            self.id,
+            self.state,
+            image.ref if image is not None else "",
+            self.log.newest_first(),
+            at_ms,
+            self.restarts_total if self.rules.restart_counter else None,
         )
 
     def launch(self, image: Image) -> None:

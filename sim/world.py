@@ -180,10 +180,11 @@ def _catch_up(world: World) -> None:
 
 
 def _look(world: World) -> RecordedLook:
-    snapshots = tuple(m.snapshot() for m in world.machines)
-    return RecordedLook(
-        Look(world.machines[0].now_ms(), snapshots), tuple(m.log.dropped for m in world.machines)
-    )
+    machines = world.machines
+    now = world.env.now
+    at_ms = machines[0].now_ms()
+    snapshots = tuple([m.snapshot_at(now, at_ms) for m in machines])
+    return RecordedLook(Look(at_ms, snapshots), tuple([m.log.dropped for m in machines]))
 
 
 def _previous_release(world: World) -> Generator[Any, Any, None]:
