@@ -38,6 +38,11 @@ class EventLog:
         self._events.append(record)
         self.appended += 1
 
+    def entries(self) -> deque[Event | Record]:
+        """The list itself, for the machine's hot loop: it appends records and adds to
+        ``appended`` itself (two operations instead of a call to ``record`` per event)."""
+        return self._events
+
     def event(self, record: Record) -> Event:
         """The ``Event`` a record stands for."""
         return Event(*record)
@@ -48,17 +53,21 @@ class EventLog:
         return self.appended - len(self._events)
 
     def newest_first(self) -> tuple[Event, ...]:
-        """The visible events as the API returns them: newest first."""
-        if self._view_at != self.appended:
+        """The visible events as the API returns them: newest first.
+
+        The same tuple is handed out until the next event: looks share it. After new
+        events only those are built; the older ones still visible come from the last view.
+        """
+        new = self.appended - self._view_at
+        if new:
             events = self._events
+            kept = len(events) - new
+            fresh = [events[-i] for i in range(1, min(new, len(events)) + 1)]
             view = tuple(
-                entry if type(entry) is Event else Event(*entry)  # type: ignore[misc]
-                for entry in reversed(events)
+                [e if type(e) is Event else Event(*e) for e in fresh]  # type: ignore[misc]
             )
-            # Keep the Events built, so the next look builds only the newer ones.
-            events.clear()
-            events.extend(reversed(view))
-            # The same tuple is handed out until the next event: looks share it.
+            if kept > 0:
+                view += self._view[:kept]
             self._view = view
             self._view_at = self.appended
         return self._view

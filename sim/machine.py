@@ -271,6 +271,7 @@ class Machine:
         history = self.history
         all_events = self.all_events
         log = self.log
+        entries = log.entries()
         flips = self.flips
         crashes = self.crashes
         epoch_ms = rules.epoch_ms
@@ -293,7 +294,8 @@ class Machine:
             stamp = epoch_ms + round(now * 1000)
             record: Record = ("start", "started", stamp, "flyd", None, False, False, False, 0)
             if all_events is None:
-                log.record(record)
+                entries.append(record)  # log.record(record), inlined
+                log.appended += 1
             else:
                 all_events.append(log.event(record))
                 log.append(all_events[-1])
@@ -317,7 +319,8 @@ class Machine:
                 "exit", "stopped", stamp, "flyd", exit_code, oom_killed, False, restarting, restarts
             )
             if all_events is None:
-                log.record(record)
+                entries.append(record)  # log.record(record), inlined
+                log.appended += 1
             else:
                 all_events.append(log.event(record))
                 log.append(all_events[-1])
