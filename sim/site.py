@@ -276,11 +276,15 @@ def _arrivals_before(
         _STREAMS.move_to_end(key)
     times, exact = kept
     at = np.asarray(bounds, dtype=np.float64)
-    if not exact and _near(times, at, rps, end_s):
+    if not exact:
+        clear = _clear_counts(times, at, rps, end_s)
+        if clear is not None:
+            return clear
+        # An arrival too near a bound to trust the fast draw's last bits: draw exactly.
         kept = (_exact_times(seed, rps, start_s, end_s), True)
         _STREAMS[key] = kept
         times = kept[0]
-    counts: list[int] = np.searchsorted(times, at, side="left").tolist()
+    counts: list[int] = times.searchsorted(at).tolist()
     return counts
 
 
@@ -301,17 +305,25 @@ def _seed_numpy(seed: int) -> None:
 def _step_error(rps: float, end_s: float) -> float:
     # Per arrival: NumPy's log is within 2 ulp of libm's (4 allowed), and each running
     # sum may round differently by 1 ulp of the time (2 allowed); errors add up.
+    # (math.ulp is np.spacing for positive floats, without NumPy's per-call cost.)
     largest_gap = 40.0 / rps  # -log(2**-53) < 37
-    return 4 * float(np.spacing(largest_gap)) + 2 * float(np.spacing(max(abs(end_s), 1.0)))
+    return 4 * math.ulp(largest_gap) + 2 * math.ulp(max(abs(end_s), 1.0))
 
 
-def _near(times: Times, at: Times, rps: float, end_s: float) -> bool:
-    """True if an arrival lies within the error bound of a bound: its side is uncertain."""
+def _clear_counts(times: Times, at: Times, rps: float, end_s: float) -> list[int] | None:
+    """Arrivals before each bound, or None if an arrival lies within the error bound of one.
+
+    With no arrival in [bound - slack, bound + slack], the count below ``bound - slack``
+    is the count below ``bound`` whatever the last bits of the times.
+    """
     # One bound for all: the error after the last arrival kept is the largest.
     slack = (len(times) + 2) * _step_error(rps, end_s) + 1e-12
-    below = np.searchsorted(times, at - slack, side="left")
-    upto = np.searchsorted(times, at + slack, side="right")
-    return bool(np.any(below != upto))
+    below = times.searchsorted(at - slack, side="left")
+    upto = times.searchsorted(at + slack, side="right")
+    if (below != upto).any():
+        return None
+    counts: list[int] = below.tolist()
+    return counts
 
 
 def _draw(seed: int, rps: float, start_s: float, end_s: float) -> tuple[Times, bool]:
