@@ -15,6 +15,9 @@ from sim.behavior import Behavior
 from sim.eventlog import EventLog, Record
 
 RestartPolicy = Literal["no", "always", "on-failure"]
+#: A change for a deferred site: (time, +1 became started / -1 no longer started, None),
+#: shaped like the site's own live changes (time, 0, live flag) so both sort as one list.
+Flip = tuple[float, int, bool | None]
 
 
 class Clock(Protocol):
@@ -59,7 +62,7 @@ class Machine:
         on_state: Callable[[Machine], None] | None = None,
         trace: bool = False,
         lazy: bool = False,
-        flips: list[tuple[float, int]] | None = None,
+        flips: list[Flip] | None = None,
     ) -> None:
         self.env = env
         self.id = machine_id
@@ -213,7 +216,7 @@ class Machine:
 
     def _set_state(self, state: str) -> None:
         if self.flips is not None and (self.state == "started") != (state == "started"):
-            self.flips.append((self._t, 1 if state == "started" else -1))
+            self.flips.append((self._t, 1 if state == "started" else -1, None))
         self.state = state
         if self.history is not None:
             self.history.append((self.env.now, state))
@@ -284,7 +287,7 @@ class Machine:
             now = self._t
             starts += 1
             if flips is not None:
-                flips.append((now, 1))
+                flips.append((now, 1, None))
             self.state = "started"
             if history is not None:
                 history.append((now, "started"))
@@ -325,7 +328,7 @@ class Machine:
                 all_events.append(log.event(record))
                 log.append(all_events[-1])
             if flips is not None:
-                flips.append((now, -1))
+                flips.append((now, -1, None))
             self.state = "stopped"
             if history is not None:
                 history.append((now, "stopped"))

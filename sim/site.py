@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import random
 import threading
 from collections import OrderedDict
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from sim.machine import Clock, Machine
+from sim.machine import Clock, Flip, Machine
 
 SERVED, NOT_FOUND, BAD_GATEWAY = "served", "not_found", "bad_gateway"
 # Machine states in which the machine is neither up nor on its way up.
@@ -156,7 +157,7 @@ class DeferredSite(Site):
     def __init__(self, env: Clock, live: str | None) -> None:
         super().__init__(env, live)
         self._live_at_start = live is not None
-        self.flips: list[tuple[float, int]] = []
+        self.flips: list[Flip] = []
         self._live_changes: list[tuple[float, str | None]] = []
 
     def machine_changed(self, machine: Machine) -> None:
@@ -172,9 +173,8 @@ class DeferredSite(Site):
         """Replay machine and live changes in time order into ``segments``."""
         # (time, +1/-1 started, live flag or None); sorted by time only, stably: changes
         # at one instant can only make zero-length segments.
-        changes: list[tuple[float, int, bool | None]] = [(t, d, None) for t, d in self.flips]
-        changes += [(t, 0, name is not None) for t, name in self._live_changes]
-        changes.sort(key=lambda change: change[0])
+        changes = self.flips + [(t, 0, name is not None) for t, name in self._live_changes]
+        changes.sort(key=operator.itemgetter(0))
         segments = self.segments[:1]
         last = segments[0][1]
         live = self._live_at_start
