@@ -52,6 +52,13 @@ class PlatformRules:
 class Machine:
     """One machine of the app, driven by a SimPy process per image it runs."""
 
+    # Slots: a world builds a Machine per machine per run, and the hot loop reads these.
+    __slots__ = (
+        "_life", "_next_at", "_process", "_t", "all_events", "crashes", "env", "flips",
+        "history", "id", "image", "lazy", "log", "on_state", "restarts_total", "rng", "rules",
+        "state",
+    )
+
     def __init__(
         self,
         env: Clock,
