@@ -62,7 +62,7 @@ class EventLog:
         if new:
             events = self._events
             kept = len(events) - new
-            fresh = [events[-i] for i in range(1, min(new, len(events)) + 1)]
+            fresh = [events[-i] for i in range(1, (new if kept > 0 else len(events)) + 1)]
             view = tuple(
                 [e if type(e) is Event else Event(*e) for e in fresh]  # type: ignore[misc]
             )

@@ -346,6 +346,12 @@ class Machine:
             restarts += 1
             self.restarts_total += 1
             yield restart_delay_s
+            # stopped -> starting, as _set_state("starting") (no flip: neither is started).
+            self.state = "starting"
+            if history is not None:
+                history.append((self.env.now, "starting"))
+            if self.on_state is not None:
+                self.on_state(self)
 
 
 class Tie(Exception):
