@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-import heapq
 import random
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import simpy
 
 from checks import Event, MachineSnapshot
 from sim.behavior import Behavior
+from sim.clock import Clock
 from sim.eventlog import EventLog, Record
 
 RestartPolicy = Literal["no", "always", "on-failure"]
 #: A change for a deferred site: (time, +1 became started / -1 no longer started, None),
 #: shaped like the site's own live changes (time, 0, live flag) so both sort as one list.
 Flip = tuple[float, int, bool | None]
-
-
-class Clock(Protocol):
-    """What machines and the site need of their world's loop: the time now."""
-
-    @property
-    def now(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,61 +350,3 @@ class Machine:
 class Tie(Exception):
     """A lazy machine would change at the very instant it is observed: rerun eagerly."""
 
-
-class LazyClock:
-    """The event loop of a lazy world, in SimPy's order, for the few processes it runs.
-
-    With lazy machines a world runs only the publish, the previous release and the
-    reconciler, a handful of timeouts each: SimPy's Event, Process and callback objects
-    for those cost more than the rest of such a run. The processes are the same
-    generators; here ``timeout`` is just the delay, scheduled when yielded (nothing is
-    scheduled between a SimPy timeout's creation and its yield in those processes).
-    The order is SimPy's: (time, priority, creation count), a new process first runs
-    at once (urgent) after what is running now, and ``run(until)`` stops before
-    anything at ``until``.
-    """
-
-    __slots__ = ("_count", "_queue", "now")
-
-    URGENT, NORMAL = 0, 1
-
-    def __init__(self) -> None:
-        self.now: float = 0.0
-        # (time, priority, count, process); process None is a stop (see ``stop``).
-        self._queue: list[tuple[float, int, int, Generator[float, Any, None] | None]] = []
-        self._count = 0
-
-    def timeout(self, delay: float) -> float:
-        """What a process yields to wait ``delay`` seconds."""
-        return delay
-
-    def process(self, process: Generator[float, Any, None]) -> None:
-        """Start a process: it runs first after the current one yields (SimPy's Initialize)."""
-        self._schedule(self.now, self.URGENT, process)
-
-    def stop(self) -> None:
-        """End ``run`` after what is already due now (SimPy's StopSimulation event)."""
-        self._schedule(self.now, self.NORMAL, None)
-
-    def _schedule(
-        self, at: float, priority: int, process: Generator[float, Any, None] | None
-    ) -> None:
-        heapq.heappush(self._queue, (at, priority, self._count, process))
-        self._count += 1
-
-    def run(self, until: float) -> None:
-        """Run the processes up to ``until`` (exclusive), or until ``stop``."""
-        queue = self._queue
-        pop = heapq.heappop
-        while queue and queue[0][0] < until:
-            at, _, _, process = pop(queue)
-            self.now = at
-            if process is None:
-                return
-            try:
-                delay = next(process)
-            except StopIteration:
-                continue
-            self._schedule(at + delay, self.NORMAL, process)
-        # As SimPy: an int horizon stays an int.
-        self.now = until if isinstance(until, int) else float(until)

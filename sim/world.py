@@ -11,7 +11,8 @@ from typing import Any
 import simpy
 
 from checks import Check, Event, Look, Verdict, Wait
-from sim.machine import Image, LazyClock, Machine, PlatformRules, Tie
+from sim.clock import LazyClock, gc_paused
+from sim.machine import Image, Machine, PlatformRules, Tie
 from sim.scenario import PlatformTable, PreviousTable, ReleaseTable, Scenario
 from sim.site import DOWN_STATES, DeferredSite, Site, SiteTally
 
@@ -377,6 +378,11 @@ def run(
     settled. The ground truth is the oracle's (``ground_truth``) unless the run itself
     saw the release crash before any rollback, which the oracle would have seen too.
     """
+    with gc_paused():  # the world is garbage once _run returns: collected with the rest
+        return _run(scenario, seed, check, bad, trace)
+
+
+def _run(scenario: Scenario, seed: int, check: Check, bad: bool | None, trace: bool) -> RunResult:
     world = _simulate(scenario, seed, check, trace)
     if bad is None:
         bad = world.proved_bad or ground_truth(scenario, seed)
@@ -389,6 +395,11 @@ def run_checks(scenario: Scenario, seed: int, checks: Sequence[Check]) -> list[R
     The same results as ``run`` for each check; the oracle runs at most once, and only
     when no check's run proved the release bad by itself.
     """
+    with gc_paused():
+        return _run_checks(scenario, seed, checks)
+
+
+def _run_checks(scenario: Scenario, seed: int, checks: Sequence[Check]) -> list[RunResult]:
     worlds = [_simulate(scenario, seed, check, trace=False) for check in checks]
     bad = any(w.proved_bad for w in worlds) or ground_truth(scenario, seed)
     return [_result(w, c, bad, trace=False) for w, c in zip(worlds, checks, strict=True)]

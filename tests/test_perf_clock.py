@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Generator
 from typing import Any
 
@@ -9,7 +10,7 @@ import simpy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.machine import LazyClock
+from sim.clock import LazyClock, gc_paused
 
 # Delays from a small set, so that many steps land on one instant (ties are the point).
 delays = st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.5]), max_size=6)
@@ -51,3 +52,18 @@ def test_lazy_clock_orders_like_simpy(plans: list[list[float]], spawn_at: int, s
     lazy = LazyClock()
     expected = _story(reference, plans, spawn_at, stop_at, lambda: _simpy_stop(reference))
     assert _story(lazy, plans, spawn_at, stop_at, lazy.stop) == expected
+
+
+def test_gc_paused_restores_the_collector_and_leaves_a_paused_one_alone() -> None:
+    """A run pauses the collector only if it was running, and turns it back on after."""
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
