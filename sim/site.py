@@ -234,10 +234,11 @@ _STREAMS_KEPT = 64
 _STREAM_MAX_KEPT = 1 << 20
 _STREAMS_MAX_TOTAL = 1 << 22
 _NUMPY_MT = np.random.RandomState()
-# Uniforms drawn for a stream: enough for all but ~1 in 10^6 streams (5 sigma above the
-# mean); a stream that runs out is drawn again, twice as long.
-_MARGIN_SIGMAS = 5.0
-_MARGIN_EXTRA = 64
+# Uniforms drawn for a stream: enough for all but ~1 in 2,000 streams (3 sigma above the
+# mean, plus a few); a stream that runs out is drawn again, twice as long. Every uniform
+# costs its log and its step of the running sum, so a wider margin costs every world.
+_MARGIN_SIGMAS = 3.0
+_MARGIN_EXTRA = 16
 # Sweeps may run worlds in threads (Dask without processes): the shared generator and
 # the kept streams are used under this lock.
 _LOCK = threading.Lock()
