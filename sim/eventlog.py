@@ -10,6 +10,11 @@ from checks import Event
 # ms). It becomes an ``Event`` only if a look reads it, and then only once, with one
 # ``Event(*record)``: a crash loop nobody looks at costs a tuple per event.
 Record = tuple[str, str, int, str, int | None, bool, bool, bool, int]
+#: The fields a ``Record`` holds, in order: ``Event``'s (a test keeps them in step).
+RECORD_FIELDS = (
+    "type", "status", "timestamp", "source", "exit_code", "oom_killed", "requested_stop",
+    "restarting", "restart_count",
+)
 
 
 class EventLog:
