@@ -41,6 +41,20 @@ class Behavior:
         """How long a start takes before the machine reads started."""
         return self.slow_boot_s if self.name == "slow_boot" else platform_boot_s
 
+    def steady_crash(self) -> Crash | None:
+        """The exit every start ends in, before jitter, if it is the same for all starts.
+
+        ``after_s`` is the base that ``crash`` jitters with one ``uniform`` draw: the
+        machine's hot loop applies it inline, with the very same draw and arithmetic,
+        instead of calling ``crash`` and building a ``Crash`` per cycle.
+        """
+        if self.name in ("crash_after", "oom"):
+            oom = self.name == "oom"
+            return Crash(self.crash_after_s, OOM_EXIT_CODE if oom else self.exit_code, oom)
+        if self.name == "crash_on_boot":
+            return Crash(self.crash_on_boot_s, self.exit_code)
+        return None
+
     def crash(self, start_number: int, rng: random.Random, jitter: float) -> Crash | None:
         """The exit that ends start number ``start_number`` (1-based), or None if it stays up."""
         name = self.name

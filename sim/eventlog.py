@@ -6,23 +6,26 @@ from collections import deque
 
 from checks import Event
 
-# An event as the machine records it: type, status, time in simulated seconds, then the
-# exit fields in ``Event`` order. It becomes an ``Event`` (platform ms) only if a look
-# reads it, and then only once: a crash loop nobody looks at costs a tuple per event.
-Record = tuple[str, str, float, int | None, bool, bool, bool, int]
+# An event as the machine records it: ``Event``'s fields in order (timestamp in platform
+# ms). It becomes an ``Event`` only if a look reads it, and then only once, with one
+# ``Event(*record)``: a crash loop nobody looks at costs a tuple per event.
+Record = tuple[str, str, int, str, int | None, bool, bool, bool, int]
+#: The fields a ``Record`` holds, in order: ``Event``'s (a test keeps them in step).
+RECORD_FIELDS = (
+    "type", "status", "timestamp", "source", "exit_code", "oom_killed", "requested_stop",
+    "restarting", "restart_count",
+)
 
 
 class EventLog:
     """The newest ``cap`` events of one machine; older ones are dropped and counted."""
 
-    __slots__ = ("_events", "_view", "_view_at", "appended", "cap", "epoch_ms")
+    __slots__ = ("_events", "_view", "_view_at", "appended", "cap")
 
-    def __init__(self, cap: int, epoch_ms: int = 0) -> None:
+    def __init__(self, cap: int) -> None:
         if cap < 1:
             raise ValueError(f"event_log_cap must be at least 1, got {cap}")
         self.cap = cap
-        #: Platform time of simulated second 0, for the timestamps of records.
-        self.epoch_ms = epoch_ms
         # An entry is an Event or a Record: a record becomes an Event only when a look
         # reads the list, so a crash loop nobody looks at builds no Event objects.
         self._events: deque[Event | Record] = deque(maxlen=cap)
@@ -40,13 +43,14 @@ class EventLog:
         self._events.append(record)
         self.appended += 1
 
+    def entries(self) -> deque[Event | Record]:
+        """The list itself, for the machine's hot loop: it appends records and adds to
+        ``appended`` itself (two operations instead of a call to ``record`` per event)."""
+        return self._events
+
     def event(self, record: Record) -> Event:
-        """The ``Event`` a record stands for: its time as integer platform milliseconds."""
-        kind, status, at_s, exit_code, oom_killed, requested_stop, restarting, count = record
-        return Event(
-            kind, status, self.epoch_ms + round(at_s * 1000), "flyd", exit_code, oom_killed,
-            requested_stop, restarting, count,
-        )
+        """The ``Event`` a record stands for."""
+        return Event(*record)
 
     @property
     def dropped(self) -> int:
@@ -54,18 +58,21 @@ class EventLog:
         return self.appended - len(self._events)
 
     def newest_first(self) -> tuple[Event, ...]:
-        """The visible events as the API returns them: newest first."""
-        if self._view_at != self.appended:
+        """The visible events as the API returns them: newest first.
+
+        The same tuple is handed out until the next event: looks share it. After new
+        events only those are built; the older ones still visible come from the last view.
+        """
+        new = self.appended - self._view_at
+        if new:
             events = self._events
-            event = self.event
+            kept = len(events) - new
+            fresh = [events[-i] for i in range(1, (new if kept > 0 else len(events)) + 1)]
             view = tuple(
-                entry if type(entry) is Event else event(entry)  # type: ignore[arg-type]
-                for entry in reversed(events)
+                [e if type(e) is Event else Event(*e) for e in fresh]  # type: ignore[misc]
             )
-            # Keep the Events built, so the next look builds only the newer ones.
-            events.clear()
-            events.extend(reversed(view))
-            # The same tuple is handed out until the next event: looks share it.
+            if kept > 0:
+                view += self._view[:kept]
             self._view = view
             self._view_at = self.appended
         return self._view

@@ -11,9 +11,13 @@ import simpy
 
 from checks import Event, MachineSnapshot
 from sim.behavior import Behavior
+from sim.clock import Clock
 from sim.eventlog import EventLog, Record
 
 RestartPolicy = Literal["no", "always", "on-failure"]
+#: A change for a deferred site: (time, +1 became started / -1 no longer started, None),
+#: shaped like the site's own live changes (time, 0, live flag) so both sort as one list.
+Flip = tuple[float, int, bool | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +45,16 @@ class PlatformRules:
 class Machine:
     """One machine of the app, driven by a SimPy process per image it runs."""
 
+    # Slots: a world builds a Machine per machine per run, and the hot loop reads these.
+    __slots__ = (
+        "_life", "_next_at", "_process", "_t", "all_events", "crashes", "env", "flips",
+        "history", "id", "image", "lazy", "log", "on_state", "restarts_total", "rng", "rules",
+        "state",
+    )
+
     def __init__(
         self,
-        env: simpy.Environment,
+        env: Clock,
         machine_id: str,
         rules: PlatformRules,
         rng: random.Random,
@@ -51,7 +62,7 @@ class Machine:
         on_state: Callable[[Machine], None] | None = None,
         trace: bool = False,
         lazy: bool = False,
-        flips: list[tuple[float, int]] | None = None,
+        flips: list[Flip] | None = None,
     ) -> None:
         self.env = env
         self.id = machine_id
@@ -60,7 +71,7 @@ class Machine:
         self.on_state = on_state
         self.state = "created"
         self.image: Image | None = None
-        self.log = EventLog(rules.event_log_cap, rules.epoch_ms)
+        self.log = EventLog(rules.event_log_cap)
         #: Every crash ever, uncapped: what the reconciler and the ground truth see.
         self.crashes: list[tuple[float, str]] = []
         #: The platform's monotonic restart counter (exposed only if the rules say so).
@@ -85,14 +96,20 @@ class Machine:
 
     def snapshot(self) -> MachineSnapshot:
         """What an API read of this machine returns now."""
-        self._catch_up()
+        return self.snapshot_at(self.env.now, self.now_ms())
+
+    def snapshot_at(self, now: float, at_ms: int) -> MachineSnapshot:
+        """``snapshot`` with the clock read once by the caller for a whole look."""
+        if self.lazy:
+            self.advance(now)
+        image = self.image
         return MachineSnapshot(
-            id=self.id,
-            state=self.state,
-            image=self.image.ref if self.image else "",
-            events=self.log.newest_first(),
-            at_ms=self.now_ms(),
-            restart_counter=self.restarts_total if self.rules.restart_counter else None,
+            self.id,
+            self.state,
+            image.ref if image is not None else "",
+            self.log.newest_first(),
+            at_ms,
+            self.restarts_total if self.rules.restart_counter else None,
         )
 
     def launch(self, image: Image) -> None:
@@ -194,11 +211,12 @@ class Machine:
             self._life = self._lifetime(image)
             self._step_life()
         else:
+            assert isinstance(self.env, simpy.Environment), "an eager machine runs in SimPy"
             self._process = self.env.process(self._run(image))
 
     def _set_state(self, state: str) -> None:
         if self.flips is not None and (self.state == "started") != (state == "started"):
-            self.flips.append((self._t, 1 if state == "started" else -1))
+            self.flips.append((self._t, 1 if state == "started" else -1, None))
         self.state = state
         if self.history is not None:
             self.history.append((self.env.now, state))
@@ -218,6 +236,7 @@ class Machine:
     def _run(self, image: Image) -> Generator[simpy.Event, Any, None]:
         """The SimPy process of an eager machine: the life's delays as timeouts."""
         env = self.env
+        assert isinstance(env, simpy.Environment)
         life = self._lifetime(image)
         try:
             self._t = env.now
@@ -239,57 +258,77 @@ class Machine:
         """
         rules = self.rules
         behavior = image.behavior
-        rng = self.rng
+        ref = image.ref
+        random = self.rng.random
         jitter = rules.jitter
+        # rng.uniform(-jitter, jitter) is ``a + (b - a) * random()``: the same draw and
+        # float operations inline, without a Python call per draw.
+        low, span = -jitter, jitter - -jitter
         boot_s = behavior.boot_s(rules.boot_s)
+        # A crash the same on every start (the crash loops) is jittered inline; other
+        # behaviours ask ``behavior.crash`` each start.
+        steady = behavior.steady_crash()
         restart_policy = rules.restart_policy
+        max_retries = rules.max_retries
+        restart_delay_s = rules.restart_delay_s
         history = self.history
         all_events = self.all_events
         log = self.log
+        entries = log.entries()
         flips = self.flips
+        crashes = self.crashes
+        epoch_ms = rules.epoch_ms
         starts = 0
         restarts = 0
         while True:
             if self.state != "starting":
                 self._set_state("starting")
-            yield boot_s * (1.0 + rng.uniform(-jitter, jitter)) if jitter else boot_s
+            yield boot_s * (1.0 + (low + span * random())) if jitter else boot_s
             now = self._t
             starts += 1
             if flips is not None:
-                flips.append((now, 1))
+                flips.append((now, 1, None))
             self.state = "started"
             if history is not None:
                 history.append((now, "started"))
             # Read each time: an observer (the oracle) may swap the hook before a run.
             if self.on_state is not None:
                 self.on_state(self)
-            record: Record = ("start", "started", now, None, False, False, False, 0)
+            stamp = epoch_ms + round(now * 1000)
+            record: Record = ("start", "started", stamp, "flyd", None, False, False, False, 0)
             if all_events is None:
-                log.record(record)
+                entries.append(record)  # log.record(record), inlined
+                log.appended += 1
             else:
                 all_events.append(log.event(record))
                 log.append(all_events[-1])
-            crash = behavior.crash(starts, rng, jitter)
-            if crash is None:
-                yield None
-                return
-            yield crash.after_s
+            if steady is not None:
+                yield steady.after_s * (1.0 + (low + span * random()))
+                exit_code, oom_killed = steady.exit_code, steady.oom_killed
+            else:
+                crash = behavior.crash(starts, self.rng, jitter)
+                if crash is None:
+                    yield None
+                    return
+                yield crash.after_s
+                exit_code, oom_killed = crash.exit_code, crash.oom_killed
             now = self._t
-            self.crashes.append((now, image.ref))
+            crashes.append((now, ref))
             restarting = restart_policy == "always" or (
-                restart_policy == "on-failure" and restarts < rules.max_retries
+                restart_policy == "on-failure" and restarts < max_retries
             )
+            stamp = epoch_ms + round(now * 1000)
             record = (
-                "exit", "stopped", now, crash.exit_code, crash.oom_killed, False, restarting,
-                restarts,
+                "exit", "stopped", stamp, "flyd", exit_code, oom_killed, False, restarting, restarts
             )
             if all_events is None:
-                log.record(record)
+                entries.append(record)  # log.record(record), inlined
+                log.appended += 1
             else:
                 all_events.append(log.event(record))
                 log.append(all_events[-1])
             if flips is not None:
-                flips.append((now, -1))
+                flips.append((now, -1, None))
             self.state = "stopped"
             if history is not None:
                 history.append((now, "stopped"))
@@ -299,8 +338,15 @@ class Machine:
                 return
             restarts += 1
             self.restarts_total += 1
-            yield rules.restart_delay_s
+            yield restart_delay_s
+            # stopped -> starting, as _set_state("starting") (no flip: neither is started).
+            self.state = "starting"
+            if history is not None:
+                history.append((self.env.now, "starting"))
+            if self.on_state is not None:
+                self.on_state(self)
 
 
 class Tie(Exception):
     """A lazy machine would change at the very instant it is observed: rerun eagerly."""
+

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import random
 import threading
 from collections import OrderedDict
@@ -12,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import simpy
 
-from sim.machine import Machine
+from sim.clock import Clock
+from sim.machine import Flip, Machine
 
 SERVED, NOT_FOUND, BAD_GATEWAY = "served", "not_found", "bad_gateway"
 # Machine states in which the machine is neither up nor on its way up.
@@ -39,7 +40,7 @@ class Site:
     afterwards against it, so traffic costs no simulated process per request.
     """
 
-    def __init__(self, env: simpy.Environment, live: str | None) -> None:
+    def __init__(self, env: Clock, live: str | None) -> None:
         self.env = env
         self.live = live
         self.ever_live = live is not None
@@ -154,10 +155,10 @@ class DeferredSite(Site):
     which carry no requests and no downtime).
     """
 
-    def __init__(self, env: simpy.Environment, live: str | None) -> None:
+    def __init__(self, env: Clock, live: str | None) -> None:
         super().__init__(env, live)
         self._live_at_start = live is not None
-        self.flips: list[tuple[float, int]] = []
+        self.flips: list[Flip] = []
         self._live_changes: list[tuple[float, str | None]] = []
 
     def machine_changed(self, machine: Machine) -> None:
@@ -173,9 +174,8 @@ class DeferredSite(Site):
         """Replay machine and live changes in time order into ``segments``."""
         # (time, +1/-1 started, live flag or None); sorted by time only, stably: changes
         # at one instant can only make zero-length segments.
-        changes: list[tuple[float, int, bool | None]] = [(t, d, None) for t, d in self.flips]
-        changes += [(t, 0, name is not None) for t, name in self._live_changes]
-        changes.sort(key=lambda change: change[0])
+        changes = self.flips + [(t, 0, name is not None) for t, name in self._live_changes]
+        changes.sort(key=operator.itemgetter(0))
         segments = self.segments[:1]
         last = segments[0][1]
         live = self._live_at_start
@@ -196,17 +196,49 @@ class DeferredSite(Site):
 # other points of a sweep that share its seed and traffic): (seed, rps, start, end) ->
 # arrival times, the exact ones when ``exact``.
 Times = npt.NDArray[np.float64]
-_STREAMS: OrderedDict[tuple[int, float, float, float], tuple[Times, bool]] = OrderedDict()
+StreamKey = tuple[int, float, float, float]
+
+
+class _KeptStreams(OrderedDict[StreamKey, tuple[Times, bool]]):
+    """The kept streams, oldest first, with their total length kept current.
+
+    Summing the lengths of all kept streams on every new stream cost more than
+    some of the draws themselves.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.total = 0
+
+    def __setitem__(self, key: StreamKey, value: tuple[Times, bool]) -> None:
+        old = self.get(key)
+        if old is not None:
+            self.total -= len(old[0])
+        super().__setitem__(key, value)
+        self.total += len(value[0])
+
+    def popitem(self, last: bool = True) -> tuple[StreamKey, tuple[Times, bool]]:
+        item = super().popitem(last)
+        self.total -= len(item[1][0])
+        return item
+
+    def clear(self) -> None:
+        super().clear()
+        self.total = 0
+
+
+_STREAMS = _KeptStreams()
 _STREAMS_KEPT = 64
 # A longer stream is counted in constant memory instead; and all kept streams together
 # stay under this many arrival times (8 bytes each).
 _STREAM_MAX_KEPT = 1 << 20
 _STREAMS_MAX_TOTAL = 1 << 22
 _NUMPY_MT = np.random.RandomState()
-# Uniforms drawn for a stream: enough for all but ~1 in 10^6 streams (5 sigma above the
-# mean); a stream that runs out is drawn again, twice as long.
-_MARGIN_SIGMAS = 5.0
-_MARGIN_EXTRA = 64
+# Uniforms drawn for a stream: enough for all but ~1 in 2,000 streams (3 sigma above the
+# mean, plus a few); a stream that runs out is drawn again, twice as long. Every uniform
+# costs its log and its step of the running sum, so a wider margin costs every world.
+_MARGIN_SIGMAS = 3.0
+_MARGIN_EXTRA = 16
 # Sweeps may run worlds in threads (Dask without processes): the shared generator and
 # the kept streams are used under this lock.
 _LOCK = threading.Lock()
@@ -238,20 +270,23 @@ def _arrivals_before(
             return _counts_streamed(seed, rps, start_s, end_s, bounds)
         kept = _draw(seed, rps, start_s, end_s)
         _STREAMS[key] = kept
-        total = sum(len(times) for times, _ in _STREAMS.values())
         while len(_STREAMS) > 1 and (
-            len(_STREAMS) > _STREAMS_KEPT or total > _STREAMS_MAX_TOTAL
+            len(_STREAMS) > _STREAMS_KEPT or _STREAMS.total > _STREAMS_MAX_TOTAL
         ):
-            total -= len(_STREAMS.popitem(last=False)[1][0])
+            _STREAMS.popitem(last=False)
     else:
         _STREAMS.move_to_end(key)
     times, exact = kept
     at = np.asarray(bounds, dtype=np.float64)
-    if not exact and _near(times, at, rps, end_s):
+    if not exact:
+        clear = _clear_counts(times, at, rps, end_s)
+        if clear is not None:
+            return clear
+        # An arrival too near a bound to trust the fast draw's last bits: draw exactly.
         kept = (_exact_times(seed, rps, start_s, end_s), True)
         _STREAMS[key] = kept
         times = kept[0]
-    counts: list[int] = np.searchsorted(times, at, side="left").tolist()
+    counts: list[int] = times.searchsorted(at).tolist()
     return counts
 
 
@@ -272,17 +307,25 @@ def _seed_numpy(seed: int) -> None:
 def _step_error(rps: float, end_s: float) -> float:
     # Per arrival: NumPy's log is within 2 ulp of libm's (4 allowed), and each running
     # sum may round differently by 1 ulp of the time (2 allowed); errors add up.
+    # (math.ulp is np.spacing for positive floats, without NumPy's per-call cost.)
     largest_gap = 40.0 / rps  # -log(2**-53) < 37
-    return 4 * float(np.spacing(largest_gap)) + 2 * float(np.spacing(max(abs(end_s), 1.0)))
+    return 4 * math.ulp(largest_gap) + 2 * math.ulp(max(abs(end_s), 1.0))
 
 
-def _near(times: Times, at: Times, rps: float, end_s: float) -> bool:
-    """True if an arrival lies within the error bound of a bound: its side is uncertain."""
+def _clear_counts(times: Times, at: Times, rps: float, end_s: float) -> list[int] | None:
+    """Arrivals before each bound, or None if an arrival lies within the error bound of one.
+
+    With no arrival in [bound - slack, bound + slack], the count below ``bound - slack``
+    is the count below ``bound`` whatever the last bits of the times.
+    """
     # One bound for all: the error after the last arrival kept is the largest.
     slack = (len(times) + 2) * _step_error(rps, end_s) + 1e-12
-    below = np.searchsorted(times, at - slack, side="left")
-    upto = np.searchsorted(times, at + slack, side="right")
-    return bool(np.any(below != upto))
+    below = times.searchsorted(at - slack, side="left")
+    upto = times.searchsorted(at + slack, side="right")
+    if (below != upto).any():
+        return None
+    counts: list[int] = below.tolist()
+    return counts
 
 
 def _draw(seed: int, rps: float, start_s: float, end_s: float) -> tuple[Times, bool]:

@@ -11,6 +11,7 @@ from typing import Any
 import simpy
 
 from checks import Check, Event, Look, Verdict, Wait
+from sim.clock import LazyClock, gc_paused
 from sim.machine import Image, Machine, PlatformRules, Tie
 from sim.scenario import PlatformTable, PreviousTable, ReleaseTable, Scenario
 from sim.site import DOWN_STATES, DeferredSite, Site, SiteTally
@@ -85,7 +86,8 @@ class World:
 
     scenario: Scenario
     seed: int
-    env: simpy.Environment
+    #: SimPy for eager machines; a lazy world's few processes run on a ``LazyClock``.
+    env: simpy.Environment | LazyClock
     machines: list[Machine]
     site: Site
     traffic_seed: int
@@ -113,6 +115,9 @@ class World:
     def settle(self) -> None:
         """Nothing from now on can change the result: end the run here if allowed."""
         if self.stop_when_settled:
+            if isinstance(self.env, LazyClock):
+                self.env.stop()
+                return
             stop = self.env.event()
             stop.callbacks.append(simpy.core.StopSimulation.callback)
             stop.succeed()
@@ -143,7 +148,7 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
 
 
 def _build(scenario: Scenario, seed: int, trace: bool, lazy: bool) -> World:
-    env = simpy.Environment()
+    env = LazyClock() if lazy else simpy.Environment()
     root = random.Random(seed)
     # Child streams drawn in a fixed order: each machine and the traffic get their own,
     # so a check's actions never shift another part of the world's randomness.
@@ -176,13 +181,14 @@ def _catch_up(world: World) -> None:
 
 
 def _look(world: World) -> RecordedLook:
-    snapshots = tuple(m.snapshot() for m in world.machines)
-    return RecordedLook(
-        Look(world.machines[0].now_ms(), snapshots), tuple(m.log.dropped for m in world.machines)
-    )
+    machines = world.machines
+    now = world.env.now
+    at_ms = machines[0].now_ms()
+    snapshots = tuple([m.snapshot_at(now, at_ms) for m in machines])
+    return RecordedLook(Look(at_ms, snapshots), tuple([m.log.dropped for m in machines]))
 
 
-def _previous_release(world: World) -> Generator[simpy.Event, Any, None]:
+def _previous_release(world: World) -> Generator[Any, Any, None]:
     """Launch the previous release at time 0; put it to sleep before the publish if asleep."""
     if world.previous is None:
         return
@@ -195,7 +201,7 @@ def _previous_release(world: World) -> Generator[simpy.Event, Any, None]:
             machine.sleep()
 
 
-def _publish(world: World, check: Check | None) -> Generator[simpy.Event, Any, None]:
+def _publish(world: World, check: Check | None) -> Generator[Any, Any, None]:
     env = world.env
     yield env.timeout(world.publish_at_s)
     for machine in world.machines:
@@ -250,7 +256,7 @@ def _publish(world: World, check: Check | None) -> Generator[simpy.Event, Any, N
         world.settle()
 
 
-def _reconciler(world: World) -> Generator[simpy.Event, Any, None]:
+def _reconciler(world: World) -> Generator[Any, Any, None]:
     """Every interval, fail the live release if a machine is down or crashed since last pass.
 
     It sees the platform as it is (every crash, uncapped), not through a check's looks.
@@ -284,6 +290,7 @@ def ground_truth(scenario: Scenario, seed: int) -> bool:
     """Run the world with no check and no rollback: is the release bad within the horizon?"""
     world = build(scenario, seed)
     env = world.env
+    assert isinstance(env, simpy.Environment)
     env.process(_previous_release(world))
     env.process(_publish(world, None))
     first_crash = env.event()
@@ -371,6 +378,11 @@ def run(
     settled. The ground truth is the oracle's (``ground_truth``) unless the run itself
     saw the release crash before any rollback, which the oracle would have seen too.
     """
+    with gc_paused():  # the world is garbage once _run returns: collected with the rest
+        return _run(scenario, seed, check, bad, trace)
+
+
+def _run(scenario: Scenario, seed: int, check: Check, bad: bool | None, trace: bool) -> RunResult:
     world = _simulate(scenario, seed, check, trace)
     if bad is None:
         bad = world.proved_bad or ground_truth(scenario, seed)
@@ -383,6 +395,11 @@ def run_checks(scenario: Scenario, seed: int, checks: Sequence[Check]) -> list[R
     The same results as ``run`` for each check; the oracle runs at most once, and only
     when no check's run proved the release bad by itself.
     """
+    with gc_paused():
+        return _run_checks(scenario, seed, checks)
+
+
+def _run_checks(scenario: Scenario, seed: int, checks: Sequence[Check]) -> list[RunResult]:
     worlds = [_simulate(scenario, seed, check, trace=False) for check in checks]
     bad = any(w.proved_bad for w in worlds) or ground_truth(scenario, seed)
     return [_result(w, c, bad, trace=False) for w, c in zip(worlds, checks, strict=True)]
