@@ -36,7 +36,7 @@ from checks.flyjson import (
     read_recordings,
     replay,
 )
-from tests.histories import PUBLISH_MS, App, World, drive, incident_looks, world
+from sim.testing import PUBLISH_MS, App, World, drive_world, incident_looks, world
 
 names = st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True)
 image_refs = st.builds(
@@ -148,7 +148,7 @@ def test_image_ref_splits_registry_repository_tag_like_the_api() -> None:
 )
 def test_a_recording_round_trips_through_json_lines(w: World) -> None:
     """The looks of a run written as JSON Lines read back as the same recording."""
-    run = drive(TimestampCheck(), w)
+    run = drive_world(TimestampCheck(), w)
     recording = Recording(PUBLISH_MS, run.looks, "timestamp")
     text = dump_recording(recording)
     assert text.count("\n") == len(run.looks)
@@ -431,7 +431,7 @@ def test_replaying_a_live_run_through_json_gives_the_same_verdict(
 ) -> None:
     """A run's looks, recorded as JSON Lines and replayed, give the live run's verdict."""
     check = make_check(name, {"healthy_deadline_s": 60.0})
-    live = drive(check, world(*apps, horizon_s=120))
+    live = drive_world(check, world(*apps, horizon_s=120))
     recording = read_recording(dump_recording(Recording(PUBLISH_MS, live.looks)).splitlines())
     replayed = replay(check, recording.publish_started_ms, recording.looks)
     assert replayed.looks == live.looks

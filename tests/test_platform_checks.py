@@ -25,7 +25,7 @@ from checks import (
 from checks.breaker import ecs_threshold, failed_starts
 from checks.flyctl import CRASHING, is_constantly_restarting, most_recent_start_after_launch
 from checks.minhealthy import newest_start_ms
-from tests.histories import PUBLISH_MS, App, World, drive, world
+from sim.testing import PUBLISH_MS, App, World, drive_world, world
 
 PLATFORM_CHECKS = ["flyctl-smoke", "min-healthy-time", "restart-counter", "circuit-breaker"]
 
@@ -86,7 +86,7 @@ def test_make_check_passes_only_the_options_a_check_declares(name: str) -> None:
 @given(w=worlds)
 def test_platform_checks_decide_and_never_wait_backwards(name: str, w: World) -> None:
     """Driven through any world, each check reaches a verdict with finite, non-negative waits."""
-    run = drive(fast(name), w)
+    run = drive_world(fast(name), w)
     assert run.verdict is not None
     assert run.verdict.reason
 
@@ -96,7 +96,7 @@ def test_platform_checks_decide_and_never_wait_backwards(name: str, w: World) ->
 def test_platform_checks_are_pure(name: str, w: World) -> None:
     """Same looks, same answer: asking a check twice gives the same step."""
     check = fast(name)
-    run = drive(check, w)
+    run = drive_world(check, w)
     for n in range(len(run.looks) + 1):
         assert check.next(PUBLISH_MS, run.looks[:n]) == check.next(PUBLISH_MS, run.looks[:n])
 
@@ -106,7 +106,7 @@ def test_platform_checks_are_pure(name: str, w: World) -> None:
 def test_platform_checks_pass_a_healthy_release(name: str, apps: list[App]) -> None:
     """No platform check fails a release that never crashes (given a counter where it needs one)."""
     apps = [dataclasses.replace(a, restart_counter=True) for a in apps[:3]]
-    run = drive(fast(name), world(*apps, horizon_s=200))
+    run = drive_world(fast(name), world(*apps, horizon_s=200))
     assert run.verdict is not None
     assert run.verdict.ok, run.verdict.reason
 
@@ -116,7 +116,7 @@ def test_platform_checks_pass_a_healthy_release(name: str, apps: list[App]) -> N
 
 def test_flyctl_smoke_fails_a_crash_loop_with_flyctls_message() -> None:
     """A machine restarting after its third crash within the window fails as flyctl does."""
-    run = drive(FlyctlSmokeCheck(), world(App(crash_after_ms=2_500)))
+    run = drive_world(FlyctlSmokeCheck(), world(App(crash_after_ms=2_500)))
     assert run.verdict is not None
     assert not run.verdict.ok
     assert run.verdict.reason.startswith(CRASHING)
@@ -127,7 +127,7 @@ def test_flyctl_smoke_fails_a_crash_loop_with_flyctls_message() -> None:
 @given(w=worlds)
 def test_flyctl_smoke_fails_only_on_a_constant_restart(w: World) -> None:
     """Every smoke-check failure is a newest exit with restarting, restart_count > 1, code != 0."""
-    run = drive(FlyctlSmokeCheck(), w)
+    run = drive_world(FlyctlSmokeCheck(), w)
     assert run.verdict is not None
     if run.verdict.ok or run.verdict.layer == "start-timeout":
         return
@@ -145,7 +145,7 @@ def test_flyctl_smoke_fails_only_on_a_constant_restart(w: World) -> None:
 def test_flyctl_smoke_decides_within_its_window(w: World) -> None:
     """Once every machine reads started, the smoke check decides within its 10 s window."""
     check = FlyctlSmokeCheck()
-    run = drive(check, w)
+    run = drive_world(check, w)
     opened = first_all_started(run.looks)
     if opened is None:
         return
@@ -166,7 +166,7 @@ def test_flyctl_smoke_passes_a_crash_loop_whose_machine_gave_up(
     # The pinned example is the smallest such world: one crash, no retries; the publish
     # passes because the window runs out.
     w = world(App(crash_after_ms=crash_after_ms, max_retries=max_retries, cap=cap))
-    run = drive(FlyctlSmokeCheck(), w)
+    run = drive_world(FlyctlSmokeCheck(), w)
     note(repr(run.verdict))
     assert run.verdict is not None
     assert w.bad
@@ -177,7 +177,7 @@ def test_flyctl_smoke_passes_a_crash_loop_whose_machine_gave_up(
 
 def test_flyctl_smoke_names_a_given_up_machine_when_the_window_runs_out() -> None:
     """When it passes a machine the platform gave up on, the reason says so."""
-    run = drive(FlyctlSmokeCheck(), world(App(crash_after_ms=2_500, max_retries=0)))
+    run = drive_world(FlyctlSmokeCheck(), world(App(crash_after_ms=2_500, max_retries=0)))
     assert run.verdict is not None
     assert run.verdict.ok
     assert run.verdict.layer == "window-ran-out"
@@ -187,8 +187,8 @@ def test_flyctl_smoke_names_a_given_up_machine_when_the_window_runs_out() -> Non
 def test_flyctl_smoke_proves_uptime_only_while_the_launch_is_listed() -> None:
     """Blind spot: a healthy machine passes on uptime with its launch listed, by timeout without."""
     fresh = App(crash_after_ms=None, updated=False)
-    with_launch = drive(FlyctlSmokeCheck(), world(fresh))
-    launch_lost = drive(FlyctlSmokeCheck(), world(dataclasses.replace(fresh, cap=1)))
+    with_launch = drive_world(FlyctlSmokeCheck(), world(fresh))
+    launch_lost = drive_world(FlyctlSmokeCheck(), world(dataclasses.replace(fresh, cap=1)))
     assert with_launch.verdict is not None
     assert launch_lost.verdict is not None
     assert with_launch.verdict.layer == "uptime"
@@ -253,7 +253,7 @@ def test_min_healthy_time_never_passes_a_start_younger_than_t(
 ) -> None:
     """At a pass, every machine reads started with its newest start at least T old."""
     check = MinHealthyTimeCheck(min_healthy_s=min_healthy_s, healthy_deadline_s=deadline_s)
-    run = drive(check, w)
+    run = drive_world(check, w)
     assert run.verdict is not None
     if not run.verdict.ok:
         return
@@ -273,7 +273,7 @@ def test_min_healthy_time_fails_every_crash_loop_faster_than_t(
     crash_after_ms = min(app.crash_after_ms or 1_000, int(min_healthy_s * 1000) - 1)
     w = world(dataclasses.replace(app, crash_after_ms=crash_after_ms), horizon_s=200)
     check = MinHealthyTimeCheck(min_healthy_s=min_healthy_s, healthy_deadline_s=60)
-    run = drive(check, w)
+    run = drive_world(check, w)
     assert run.verdict is not None
     assert not run.verdict.ok
     assert run.verdict.layer == "healthy-deadline"
@@ -286,7 +286,7 @@ def test_min_healthy_time_passes_a_crash_loop_slower_than_t(crash_after_ms: int,
     # The pinned example is the smallest: T = 10 s and a crash 10.001 s after each start
     # (a crash at exactly T lands on the deciding look and fails it).
     w = world(App(crash_after_ms=crash_after_ms, cap=cap))
-    run = drive(MinHealthyTimeCheck(min_healthy_s=10), w)
+    run = drive_world(MinHealthyTimeCheck(min_healthy_s=10), w)
     assert w.bad
     assert run.verdict is not None
     assert run.verdict.ok
@@ -323,7 +323,7 @@ def test_restart_counter_fails_at_once_where_the_platform_exposes_no_counter(w: 
         ),
         w.horizon_ms,
     )
-    run = drive(RestartCounterCheck(), hidden)
+    run = drive_world(RestartCounterCheck(), hidden)
     assert run.verdict is not None
     assert not run.verdict.ok
     assert run.verdict.layer == "no-counter"
@@ -334,7 +334,7 @@ def test_restart_counter_fails_at_once_where_the_platform_exposes_no_counter(w: 
 @given(apps=st.lists(apps.map(lambda a: dataclasses.replace(a, restart_counter=True)), min_size=1))
 def test_restart_counter_never_passes_when_a_counter_rose(apps: list[App]) -> None:
     """At a pass, every machine's counter equals the one it had at the publish's first look."""
-    run = drive(RestartCounterCheck(), world(*apps[:3], horizon_s=200))
+    run = drive_world(RestartCounterCheck(), world(*apps[:3], horizon_s=200))
     assert run.verdict is not None
     if not run.verdict.ok:
         return
@@ -357,7 +357,7 @@ def test_restart_counter_catches_a_restart_before_the_window_ends_whatever_the_c
         cap=cap,
         restart_counter=True,
     )
-    run = drive(RestartCounterCheck(look_delay_s=5), world(app, horizon_s=200))
+    run = drive_world(RestartCounterCheck(look_delay_s=5), world(app, horizon_s=200))
     assert run.verdict is not None
     assert not run.verdict.ok
 
@@ -367,7 +367,7 @@ def test_restart_counter_catches_a_restart_before_the_window_ends_whatever_the_c
 def test_restart_counter_passes_a_crash_after_its_window(crash_after_ms: int) -> None:
     """Blind spot: the first crash comes after look_delay_s, so the counter has not moved yet."""
     w = world(App(crash_after_ms=crash_after_ms, restart_counter=True))
-    run = drive(RestartCounterCheck(look_delay_s=5), w)
+    run = drive_world(RestartCounterCheck(look_delay_s=5), w)
     assert w.bad
     assert run.verdict is not None
     assert run.verdict.ok
@@ -393,7 +393,7 @@ def test_ecs_threshold_is_half_the_desired_count_clamped_3_to_200(
 @given(w=worlds)
 def test_circuit_breaker_counts_no_more_crashes_than_happened(w: World) -> None:
     """The failures it counts are real: never more than the crashes since the publish."""
-    run = drive(CircuitBreakerCheck(), w)
+    run = drive_world(CircuitBreakerCheck(), w)
     true_crashes = sum(m.crashes_after_publish for m in w.machines)
     assert len(failed_starts(run.looks, PUBLISH_MS)) <= true_crashes
     assert run.verdict is not None
@@ -403,7 +403,7 @@ def test_circuit_breaker_counts_no_more_crashes_than_happened(w: World) -> None:
 
 def test_circuit_breaker_trips_on_a_fast_crash_loop() -> None:
     """Three crashes of a fast crash loop within the window trip the default threshold of 3."""
-    run = drive(CircuitBreakerCheck(look_delay_s=10), world(App(crash_after_ms=1_000)))
+    run = drive_world(CircuitBreakerCheck(look_delay_s=10), world(App(crash_after_ms=1_000)))
     assert run.verdict is not None
     assert not run.verdict.ok
     assert run.verdict.layer == "circuit-breaker"
@@ -418,7 +418,7 @@ def test_circuit_breaker_loses_crashes_that_fall_off_between_looks(cap: int) -> 
     app = App(crash_after_ms=600, boot_ms=100, restart_delay_ms=0, max_retries=None, cap=cap)
     w = world(app, horizon_s=60)
     check = CircuitBreakerCheck(threshold=4, look_delay_s=4, poll_s=4)
-    run = drive(check, w)
+    run = drive_world(check, w)
     note(f"{[(k.at_ms, [m.state for m in k.machines]) for k in run.looks]}")
     counted = len(failed_starts(run.looks, PUBLISH_MS))
     happened = sum(
@@ -448,7 +448,7 @@ def test_verdicts_name_the_machine_they_failed() -> None:
     w = world(App(crash_after_ms=None), App(crash_after_ms=1_000, restart_counter=True))
     options = {"look_delay_s": 10.0, "healthy_deadline_s": 30.0}
     for name in PLATFORM_CHECKS:
-        run = drive(make_check(name, options), w)
+        run = drive_world(make_check(name, options), w)
         assert isinstance(run.verdict, Verdict)
         assert not run.verdict.ok, name
         assert run.verdict.machine in {"m1", "m2"}
