@@ -8,8 +8,6 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
-from rich.console import Console
-
 from checks import BUILTIN_CHECKS, Check
 from sim import report, scenario
 from sim.compare import compare
@@ -74,7 +72,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     seeds: Iterable[int] = range(seed, seed + args.runs)
     # A bar on stderr for long comparisons, only where a person watches (never in CI logs).
     if args.runs >= 50 and sys.stderr.isatty():
-        from rich.progress import track  # noqa: PLC0415 -- rich only when a bar is shown
+        from rich.console import Console  # noqa: PLC0415 -- rich only when a bar is shown
+        from rich.progress import track  # noqa: PLC0415
 
         seeds = track(seeds, description=loaded.name, total=args.runs, transient=True,
                       console=Console(stderr=True))
