@@ -11,10 +11,10 @@ a ``deque(maxlen=event_log_cap)``, and one poller copies every deque each
 ``look_delay_s`` from the publish to the horizon. Nothing else: no site, no check,
 no pipeline, no reconciler, no traffic, no oracle.
 
-The full model is ``sim.world.run`` with the check, including the ground truth it
+The full model is ``sim.publish.world.run`` with the check, including the ground truth it
 needs (the oracle run when the run itself cannot prove the release bad). ``run``
 pauses the cyclic garbage collector for the run and collects its young objects at the
-end (see ``sim.clock.gc_paused``); the bare twin runs as plain SimPy code would, and the
+end (see ``sim.publish.clock.gc_paused``); the bare twin runs as plain SimPy code would, and the
 large world also prints its ratio against the twin with the collector paused the same way.
 """
 
@@ -34,10 +34,10 @@ import simpy
 
 from checks import Look, Step, Verdict, Wait, make_check
 from sim import scenario as scenarios
-from sim.clock import gc_paused
+from sim.publish.clock import gc_paused
+from sim.publish.world import run
 from sim.scenario import Scenario
 from sim.sweep import SweepResult, load_sweep, run_sweep
-from sim.world import run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -121,7 +121,7 @@ def interleaved(models: dict[str, Callable[[int], object]], seeds: int, rounds: 
 
 
 def gc_paused_too(fn: Callable[[int], object]) -> Callable[[int], object]:
-    """The bare twin with the collector paused per run as ``sim.world.run`` pauses it."""
+    """The bare twin with the collector paused per run as ``sim.publish.world.run`` pauses it."""
 
     def paused(seed: int) -> object:
         with gc_paused():

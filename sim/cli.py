@@ -9,15 +9,16 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 from checks import BUILTIN_CHECKS, Check
-from sim import report, scenario
-from sim.compare import compare
+from sim import scenario
 from sim.loader import load_checks
+from sim.publish.compare import compare
+from sim.publish.world import run
 from sim.recording import Recorder, load_recordings, replay_all
 from sim.rollout import config as rollout_config
 from sim.rollout.cli import add_lint_timing_parser, add_rollout_parser
 from sim.scenario import BadInput, parse_value
-from sim.sweep_cli import add_sweep_parser
-from sim.world import run
+from sim.show import report
+from sim.sweep.cli import add_sweep_parser
 
 EXIT_OK, EXIT_EXPECTATION, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -98,7 +99,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], seed: int) -> None:
     """Re-run each check in the first seed's world with a trace and save the timeline figure."""
     # matplotlib takes a while to import: load it only when a timeline is asked for.
-    from sim.plot import save_timeline  # noqa: PLC0415
+    from sim.show.plot import save_timeline  # noqa: PLC0415
 
     save_timeline(path, loaded, [run(loaded, seed, check, trace=True) for check in checks])
     print(f"timeline written to {path}", file=sys.stderr)

@@ -11,8 +11,8 @@ from typing import Any
 from checks import Look, Verdict
 from checks.flyjson import Recording, RecordingError, look_to_json, read_recordings, replay
 from sim.loader import load_checks
+from sim.publish.world import RunResult
 from sim.scenario import BadInput
-from sim.world import RunResult
 
 
 class Recorder:

@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sim.behavior import Behavior, BehaviorName
-from sim.machine import PlatformRules, RestartPolicy
+from sim.platform.behavior import Behavior, BehaviorName
+from sim.platform.machine import PlatformRules, RestartPolicy
 from sim.settings import BadInput, apply_sets, format_error, load_settings, parse_value, validated
 
 # The settings-file names stay importable from here, where they used to live.

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from checks import Event
-from sim.eventlog import EventLog
+from sim.platform.eventlog import EventLog
 
 
 class CappedEventList(RuleBasedStateMachine):

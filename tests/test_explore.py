@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import pytest
 
 from sim import scenario
-from sim.explore import (
+from sim.show.explore import (
     detection_grid,
     event_lists,
     layered_looks,
@@ -19,7 +19,7 @@ from sim.explore import (
     traced_runs,
     with_sets,
 )
-from sim.plot import detection_grid_figure
+from sim.show.plot import detection_grid_figure
 
 
 def test_traced_runs_trace_every_builtin_check_in_one_world() -> None:

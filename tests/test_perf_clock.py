@@ -10,7 +10,7 @@ import simpy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.clock import LazyClock, gc_paused
+from sim.publish.clock import LazyClock, gc_paused
 
 # Delays from a small set, so that many steps land on one instant (ties are the point).
 delays = st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.5]), max_size=6)

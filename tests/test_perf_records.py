@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from checks import Event
-from sim.eventlog import RECORD_FIELDS, EventLog
+from sim.platform.eventlog import RECORD_FIELDS, EventLog
 
 
 def test_record_fields_are_events_fields_in_order() -> None:

@@ -19,10 +19,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from sim import scenario
-from sim.explore import traced_runs
-from sim.plot import Focus, compare_timelines, crash_timeline
-from sim.timeline import from_result
-from sim.world import RunResult, run
+from sim.publish.world import RunResult, run
+from sim.show.explore import traced_runs
+from sim.show.plot import Focus, compare_timelines, crash_timeline
+from sim.show.timeline import from_result
 
 SHIPPED = sorted(scenario.shipped())
 
@@ -217,8 +217,8 @@ def test_plotting_never_touches_pyplot() -> None:
     code = (
         "import sys\n"
         "from sim import scenario\n"
-        "from sim.explore import traced_runs\n"
-        "from sim.plot import compare_timelines\n"
+        "from sim.show.explore import traced_runs\n"
+        "from sim.show.plot import compare_timelines\n"
         "s = scenario.load('sept25-crash-loop')\n"
         "compare_timelines(s, traced_runs(s)).savefig('/dev/null', format='png')\n"
         "print('matplotlib.pyplot' in sys.modules)\n"

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from checks import CountCheck, TimestampCheck, make_check
-from sim import scenario, world
+from sim import scenario
+from sim.publish import world
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from checks import make_check
-from sim import machine as machine_mod
 from sim import scenario as scenario_mod
-from sim import world as world_mod
 from sim.cli import main
-from sim.compare import compare
-from sim.world import run
+from sim.platform import machine as machine_mod
+from sim.publish import world as world_mod
+from sim.publish.compare import compare
+from sim.publish.world import run
 
 DATA = Path(__file__).parent / "data" / "core_golden"
 GOLDEN = DATA / "results.json"

@@ -9,8 +9,8 @@ import pytest
 
 from checks import Look, Step, Wait
 from sim import scenario as scenarios
-from sim import world
-from sim.world import RunResult
+from sim.publish import world
+from sim.publish.world import RunResult
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ import random
 import pytest
 import simpy
 
-import sim.site as site_mod
-from sim.site import BAD_GATEWAY, NOT_FOUND, SERVED, Site, arrivals_before
+import sim.publish.site as site_mod
+from sim.publish.site import BAD_GATEWAY, NOT_FOUND, SERVED, Site, arrivals_before
 
 
 def _site(bounds: list[tuple[float, str]]) -> Site:

@@ -7,9 +7,10 @@ import random
 import simpy
 
 from checks import TimestampCheck
-from sim import scenario, world
-from sim.behavior import Behavior
-from sim.machine import Image, Machine, PlatformRules
+from sim import scenario
+from sim.platform.behavior import Behavior
+from sim.platform.machine import Image, Machine, PlatformRules
+from sim.publish import world
 
 
 def _machine(behavior: Behavior, **rules) -> tuple[simpy.Environment, Machine]:

@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from checks import Check, Event
+from sim.publish.world import RecordedLook, RunResult, ground_truth, run_checks
 from sim.scenario import OUTCOMES, Scenario
-from sim.world import RecordedLook, RunResult, ground_truth, run_checks
 
 
 def _event_json(event: Event, publish_started_ms: int) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from sim.clock import Clock
-from sim.machine import Flip, Machine
+from sim.platform.machine import Flip, Machine
+from sim.publish.clock import Clock
 
 SERVED, NOT_FOUND, BAD_GATEWAY = "served", "not_found", "bad_gateway"
 # Machine states in which the machine is neither up nor on its way up.

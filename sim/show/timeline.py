@@ -1,6 +1,6 @@
 """A traced run laid out for a timeline: lanes, marks, look windows; seconds after the publish.
 
-Pure data derived from a ``RunResult`` with a trace; ``sim.plot`` only draws it.
+Pure data derived from a ``RunResult`` with a trace; ``sim.show.plot`` only draws it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from checks import Event, Verdict
-from sim.world import RecordedLook, RunResult, Trace
+from sim.publish.world import RecordedLook, RunResult, Trace
 
 # Exit causes, in the order a legend lists them.
 CRASH, OOM, STOP, CLEAN = "crash", "oom", "requested stop", "clean exit"
@@ -187,7 +187,7 @@ def from_result(result: RunResult, max_rows: int = 4) -> Timeline:
     """Lay out a traced run (``run(..., trace=True)``) for plotting."""
     trace = result.trace
     if trace is None:
-        raise ValueError("the run has no trace: call sim.world.run(..., trace=True)")
+        raise ValueError("the run has no trace: call sim.publish.world.run(..., trace=True)")
     publish_ms = _publish_ms(trace)
     start_s = -trace.publish_at_s
     end_s = trace.horizon_s - trace.publish_at_s

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from sim import scenario as scenarios
 from sim.settings import BadInput
-from sim.sweep_units import Row, columns
+from sim.sweep.units import Row, columns
 
 if TYPE_CHECKING:
-    from sim.sweep_file import Sweep
-    from sim.sweep_run import SweepResult
+    from sim.sweep.file import Sweep
+    from sim.sweep.run import SweepResult
 
 
 def summarise(result: SweepResult) -> dict[str, Any]:

@@ -22,10 +22,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
-from sim.explore import DetectionGrid
+from sim.publish.world import RunResult
 from sim.scenario import BadInput
-from sim.timeline import CLEAN, CRASH, OOM, STOP, Lane, Timeline, Window, from_result
-from sim.world import RunResult
+from sim.show.explore import DetectionGrid
+from sim.show.timeline import CLEAN, CRASH, OOM, STOP, Lane, Timeline, Window, from_result
 
 STATE_COLOURS = {
     ("started", "release"): "#2ca02c",

@@ -11,10 +11,10 @@ from typing import Any
 import simpy
 
 from checks import Check, Event, Look, Verdict, Wait
-from sim.clock import LazyClock, gc_paused
-from sim.machine import Image, Machine, PlatformRules, Tie
+from sim.platform.machine import Image, Machine, PlatformRules, Tie
+from sim.publish.clock import LazyClock, gc_paused
+from sim.publish.site import DOWN_STATES, DeferredSite, Site, SiteTally
 from sim.scenario import PlatformTable, PreviousTable, ReleaseTable, Scenario
-from sim.site import DOWN_STATES, DeferredSite, Site, SiteTally
 
 # A check that keeps asking for looks without deciding is a broken check, not a slow one.
 MAX_LOOKS = 10_000

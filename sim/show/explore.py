@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from checks import Check, Event
 from sim.loader import load_checks
+from sim.publish.world import RecordedLook, RunResult, ground_truth, run
 from sim.scenario import Scenario, apply_sets, validate
-from sim.world import RecordedLook, RunResult, ground_truth, run
 
 
 def traced_runs(
@@ -181,5 +181,5 @@ def detection_grid(
 
 def _publish_ms(result: RunResult) -> int:
     if result.trace is None:
-        raise ValueError("the run has no trace: call sim.world.run(..., trace=True)")
+        raise ValueError("the run has no trace: call sim.publish.world.run(..., trace=True)")
     return result.trace.epoch_ms + round(result.trace.publish_at_s * 1000)

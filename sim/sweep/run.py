@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sim.settings import BadInput
-from sim.sweep_file import Sweep
-from sim.sweep_output import summarise
-from sim.sweep_units import Progress, Row, run_units
+from sim.sweep.file import Sweep
+from sim.sweep.output import summarise
+from sim.sweep.units import Progress, Row, run_units
 
 # A task should carry at least this much work, so a pool's per-task cost stays small.
 TASK_TARGET_S = 0.1

@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sim.loader import load_checks
-from sim.world import run_checks
+from sim.publish.world import run_checks
 
 if TYPE_CHECKING:
-    from sim.sweep_file import Sweep
+    from sim.sweep.file import Sweep
 
 Row = dict[str, Any]
 #: Called with the number of units just finished.

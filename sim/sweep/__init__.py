@@ -6,14 +6,14 @@ all the checks run; it gives one row per check. Units of work are numbered
 point-major, so rows come out in the same order whoever computed them: one process,
 a local pool, or a Dask cluster.
 
-The parts: ``sim.sweep_file`` (the file and its axes), ``sim.sweep_units`` (one world's
-rows), ``sim.sweep_run`` (tasks, the local pool, Dask) and ``sim.sweep_output`` (the
+The parts: ``sim.sweep.file`` (the file and its axes), ``sim.sweep.units`` (one world's
+rows), ``sim.sweep.run`` (tasks, the local pool, Dask) and ``sim.sweep.output`` (the
 summary and the rows file). This module gathers their public names.
 """
 
 from __future__ import annotations
 
-from sim.sweep_file import (
+from sim.sweep.file import (
     Axis,
     HeatmapTable,
     RandomAxis,
@@ -24,9 +24,9 @@ from sim.sweep_file import (
     from_spec,
     load_sweep,
 )
-from sim.sweep_output import read_rows, summarise, summary_table, write_rows
-from sim.sweep_run import TASK_CEILING_S, TASK_TARGET_S, SweepResult, run_sweep
-from sim.sweep_units import RESULT_COLUMNS, Progress, Row, columns, run_units, unit_rows
+from sim.sweep.output import read_rows, summarise, summary_table, write_rows
+from sim.sweep.run import TASK_CEILING_S, TASK_TARGET_S, SweepResult, run_sweep
+from sim.sweep.units import RESULT_COLUMNS, Progress, Row, columns, run_units, unit_rows
 
 __all__ = [
     "RESULT_COLUMNS", "TASK_CEILING_S", "TASK_TARGET_S", "Axis", "HeatmapTable", "Progress",

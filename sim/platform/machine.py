@@ -10,9 +10,9 @@ from typing import Any, Literal
 import simpy
 
 from checks import Event, MachineSnapshot
-from sim.behavior import Behavior
-from sim.clock import Clock
-from sim.eventlog import EventLog, Record
+from sim.platform.behavior import Behavior
+from sim.platform.eventlog import EventLog, Record
+from sim.publish.clock import Clock
 
 RestartPolicy = Literal["no", "always", "on-failure"]
 #: A change for a deferred site: (time, +1 became started / -1 no longer started, None),

@@ -21,9 +21,9 @@ from rich.progress import (
 from rich.text import Text
 
 from sim.settings import BadInput
-from sim.sweep_file import load_sweep
-from sim.sweep_output import check_out_path, summary_table, write_rows
-from sim.sweep_run import run_sweep
+from sim.sweep.file import load_sweep
+from sim.sweep.output import check_out_path, summary_table, write_rows
+from sim.sweep.run import run_sweep
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
 
@@ -86,7 +86,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
     write_rows(out, sweep, result.rows)
     if args.heatmap:
-        from sim.heatmap import save_heatmap  # noqa: PLC0415 (matplotlib only when asked)
+        from sim.sweep.heatmap import save_heatmap  # noqa: PLC0415 (matplotlib only when asked)
 
         save_heatmap(result.rows, sweep, Path(args.heatmap))
     if result.interrupted:

@@ -1,0 +1,1 @@
+"""The simulated platform: machines, their event lists, app behaviours, event profiles."""

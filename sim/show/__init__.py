@@ -1,0 +1,1 @@
+"""What users look at: reports, timelines, plots, notebook helpers."""
