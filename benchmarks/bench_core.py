@@ -34,7 +34,7 @@ import simpy
 
 from checks import Look, Step, Verdict, Wait, make_check
 from sim import scenario as scenarios
-from sim.publish.clock import gc_paused
+from sim.publish.gcpause import gc_paused
 from sim.publish.world import run
 from sim.scenario import Scenario
 from sim.sweep import SweepResult, load_sweep, run_sweep

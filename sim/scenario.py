@@ -6,19 +6,43 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sim.platform.behavior import Behavior, BehaviorName
-from sim.platform.machine import PlatformRules, RestartPolicy
+from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
 from sim.settings import BadInput, apply_sets, format_error, load_settings, parse_value, validated
 
 # The settings-file names stay importable from here, where they used to live.
 __all__ = [
-    "DEFAULT_EPOCH_MS", "OUTCOMES", "AppTable", "BadInput", "CheckTable", "Outcome",
-    "PlatformTable", "PreviousTable", "PublishTable", "ReconcilerTable", "ReleaseTable",
-    "Scenario", "TrafficTable", "apply_sets", "format_error", "load", "parse_value",
-    "scenarios_dir", "shipped", "validate",
+    "BEHAVIORS",
+    "DEFAULT_EPOCH_MS",
+    "OUTCOMES",
+    "AppTable",
+    "BadInput",
+    "BehaviorName",
+    "CheckTable",
+    "Outcome",
+    "PlatformTable",
+    "PreviousTable",
+    "PublishTable",
+    "ReconcilerTable",
+    "ReleaseTable",
+    "RestartPolicy",
+    "Scenario",
+    "TrafficTable",
+    "apply_sets",
+    "format_error",
+    "load",
+    "parse_value",
+    "scenarios_dir",
+    "shipped",
+    "validate",
 ]
+
+RestartPolicy = Literal["no", "always", "on-failure"]
+BehaviorName = Literal[
+    "healthy", "crash_after", "crash_on_boot", "crash_after_starts", "flaky", "slow_boot", "oom"
+]
+BEHAVIORS: tuple[str, ...] = BehaviorName.__args__  # type: ignore[attr-defined]
 
 Outcome = Literal["caught", "missed", "passed", "false_alarm", "blind", "undecided", "error"]
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
@@ -28,24 +52,43 @@ DEFAULT_EPOCH_MS = 1_758_790_800_000
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    # Times and counts must be finite: inf or NaN would make a run unbounded or meaningless.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, allow_inf_nan=False)
 
 
 class PlatformTable(_Table):
-    """``[platform]``: how the hosting platform treats machines."""
+    """``[platform]``: how the hosting platform treats machines (the rules the model reads).
 
+    Sources, or "assumed", for each value: ``docs/fidelity.md``.
+    """
+
+    #: Not public: Fly documents no cap on a machine's event list; 5 is the incident's.
     event_log_cap: int = Field(5, ge=1, le=10_000)
+    #: superfly/docs machines/guides-examples/machine-restart-policy (on-failure is the default).
     restart_policy: RestartPolicy = "on-failure"
+    #: Same page: "up to max_retries (default 10) times within a 5-minute window".
     max_retries: int = Field(10, ge=0, le=1_000_000)
-    restart_delay_s: float = Field(1.0, ge=0)
-    boot_s: float = Field(1.0, ge=0)
-    jitter: float = Field(0.05, ge=0, lt=1)
-    epoch_ms: int = Field(DEFAULT_EPOCH_MS, ge=0)
+    #: Same page (docs@aa73f3e4, 2026-07-06); 0 counts retries over the machine's whole life.
+    retry_window_s: float = Field(300.0, ge=0, le=1e9, allow_inf_nan=False)
+    #: Not public: assumed (laravel-fly-machines shows 0.28 s from exit to restart/starting).
+    restart_delay_s: float = Field(1.0, ge=0, le=1e6, allow_inf_nan=False)
+    #: Not public: assumed (public payloads show 0.4 s for a restart, 2.2-3.4 s for a launch).
+    boot_s: float = Field(1.0, ge=0, le=1e6, allow_inf_nan=False)
+    #: Assumed: relative spread of boot and crash times, drawn per start.
+    jitter: float = Field(0.05, ge=0, lt=1, allow_inf_nan=False)
+    epoch_ms: int = Field(DEFAULT_EPOCH_MS, ge=0, le=253_402_300_799_000)
+    #: Testbed extension: a monotonic restart counter, as Kubernetes' restartCount.
     restart_counter: bool = False
+    #: Which events each transition writes (``testbed list --profiles``); not public for a
+    #: crash loop, so several plausible profiles ship.
+    events: str = DEFAULT_PROFILE
 
-    def rules(self) -> PlatformRules:
-        """The machine-level rules these settings describe."""
-        return PlatformRules(**self.model_dump())
+    @field_validator("events")
+    @classmethod
+    def _known_profile(cls, value: str) -> str:
+        if value not in PROFILES:
+            raise ValueError(f"unknown event profile (known: {', '.join(PROFILES)})")
+        return value
 
 
 class AppTable(_Table):
@@ -58,12 +101,8 @@ class AppTable(_Table):
     crash_probability: float = Field(0.1, gt=0, le=1)
     flaky_interval_s: float = Field(10.0, gt=0)
     slow_boot_s: float = Field(30.0, ge=0)
-    exit_code: int = Field(1, ge=1, le=255)
-
-    def as_behavior(self) -> Behavior:
-        """The behaviour model of this app."""
-        fields = self.model_dump(exclude={"asleep", "machines", "image"})
-        return Behavior(name=fields.pop("behavior"), **fields)
+    #: The code the app exits with (0: a clean exit, which on-failure does not restart).
+    exit_code: int = Field(1, ge=0, le=255)
 
 
 class PreviousTable(AppTable):
@@ -91,8 +130,12 @@ class CheckTable(_Table):
 class PublishTable(_Table):
     """``[publish]``: when the publish begins and how a failed one is rolled back."""
 
-    at_s: float = Field(30.0, ge=0)
+    at_s: float = Field(30.0, ge=0, le=1e6)
     rollback: Literal["restore", "delete"] = "restore"
+    #: Start a machine the publish found stopped (asleep)? flyctl does not: it updates it and
+    #: leaves it stopped, with no smoke check (superfly/flyctl@ad0172fa
+    #: internal/command/deploy/machines_launchinput.go shouldSkipLaunch l.296-315).
+    start_stopped: bool = True
 
 
 class ReconcilerTable(_Table):
@@ -105,6 +148,10 @@ class TrafficTable(_Table):
     """``[traffic]``: open-loop requests to the site."""
 
     rps: float = Field(5.0, ge=0, le=100_000)
+    #: fly-proxy starts a stopped machine of the live release on the next request
+    #: (superfly/docs reference/fly-proxy-autostop-autostart; the events it writes: assumed).
+    #: Off unless a scenario turns it on: Fly sets it per service (``auto_start_machines``).
+    autostart: bool = False
 
 
 class Scenario(_Table):
@@ -113,7 +160,8 @@ class Scenario(_Table):
     name: str
     description: str = ""
     seed: int = Field(0, ge=0)
-    horizon_s: float = Field(900.0, gt=0)
+    #: Simulated seconds; bounded so that no scenario makes a run unbounded.
+    horizon_s: float = Field(900.0, gt=0, le=1e6)
     platform: PlatformTable = PlatformTable()
     previous: PreviousTable | None = None
     release: ReleaseTable = ReleaseTable()
@@ -122,6 +170,11 @@ class Scenario(_Table):
     reconciler: ReconcilerTable = ReconcilerTable()
     traffic: TrafficTable = TrafficTable()
     expect: dict[str, Outcome] = {}
+
+    @property
+    def publish_started_ms(self) -> int:
+        """The platform time (epoch ms) at which the publish begins: what checks are given."""
+        return self.platform.epoch_ms + round(self.publish.at_s * 1000)
 
 
 def scenarios_dir() -> Path:

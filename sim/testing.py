@@ -7,10 +7,18 @@ the same tools the project's tests use.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Sequence
+import random
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from checks import Check, Event, Look, MachineSnapshot, Verdict, Wait
+import simpy
+
+from checks import Check, Event, Look, MachineSnapshot, Verdict
+from checks.drive import drive as drive_check
+from sim.platform.machine import Image, Machine
+from sim.platform.profiles import DEFAULT_PROFILE
+from sim.scenario import AppTable, PlatformTable, RestartPolicy
 
 STATE_AFTER = {"launch": "starting", "update": "starting", "start": "started", "destroy": "destroyed"}
 
@@ -67,61 +75,97 @@ def drive(
     max_looks: int = 1000,
     until_ms: int | None = None,
 ) -> tuple[Verdict | None, list[Look]]:
-    """Run a check the way any driver does, with ``observe(at_ms)`` taking each look.
+    """Run a check through the one driver loop (``checks.drive``), ``observe(at_ms)`` looking.
 
     Without ``until_ms`` a check must decide within ``max_looks``; with it, a look due
-    after ``until_ms`` ends the drive with no verdict (the horizon).
+    after ``until_ms`` ends the drive with no verdict (the horizon). A check that breaks
+    the protocol raises ``checks.drive.CheckFailed``.
     """
     looks: list[Look] = []
     now = publish_started_ms
-    while len(looks) < max_looks:
-        step = check.next(publish_started_ms, looks)
-        if isinstance(step, Verdict):
-            return step, looks
-        if not isinstance(step, Wait) or not step.seconds >= 0:
-            raise AssertionError(f"{check.name} returned {step!r}")
-        now += round(step.seconds * 1000)
-        if until_ms is not None and now > until_ms:
-            return None, looks
-        looks.append(observe(now))
-    if until_ms is not None:
-        return None, looks
-    raise AssertionError(f"{check.name} took {max_looks} looks without a verdict")
+    steps = drive_check(check, publish_started_ms, max_looks=max_looks)
+    try:
+        wait = next(steps)
+        while True:
+            now += round(wait * 1000)
+            if until_ms is not None and now > until_ms:
+                return None, looks
+            looks.append(observe(now))
+            wait = steps.send(looks[-1])
+    except StopIteration as done:
+        return done.value, looks
 
 
-# --- whole machine histories laid out in time (pure; no simpy) --------------------------
+# --- whole machine histories, played by the simulator's own machine model -------------
 #
-# A ``World`` computes each machine's whole event history up front (starts, crashes,
-# restarts, the platform giving up) and answers a look at any time with the capped,
-# newest-first list, the state and the restart counter the platform would show.
+# ``world`` runs the real ``sim.platform.machine.Machine`` (SimPy, the same code as every
+# simulated publish) for each app, with no jitter, to the horizon, keeping every event and
+# state change. A look at any time is then answered from that history: the capped,
+# newest-first list, the state and the restart counter the platform showed at that time.
 
 PUBLISH_MS = 100_000
 
 
 @dataclass(frozen=True)
 class App:
-    """How one machine runs the new release: boot, when it crashes, how the platform restarts."""
+    """How one machine runs the new release: boot, when it exits, how the platform restarts."""
 
     boot_ms: int = 400
-    #: Crash this long after every start; None: the app stays up.
+    #: Exit this long after every start; None: the app stays up.
     crash_after_ms: int | None = 2_500
     restart_delay_ms: int = 300
     #: Fly's on-failure ``max_retries``; None: restart forever (policy ``always``).
     max_retries: int | None = 10
+    #: 0 is a clean exit (not a crash; on-failure does not restart it).
     exit_code: int = 1
+    #: The kernel's OOM killer ends the app (exit 137, ``oom_killed``).
+    oom: bool = False
     #: True: the publish updates a machine that ran the previous release (no new launch).
     updated: bool = True
     cap: int = 5
     restart_counter: bool = False
+    #: The event profile (``sim.platform.profiles``).
+    events: str = DEFAULT_PROFILE
+    #: ``no`` restarts nothing; None: on-failure, or always when ``max_retries`` is None.
+    restart_policy: RestartPolicy | None = None
+
+    def platform(self) -> PlatformTable:
+        """The platform rules this machine runs under (no jitter, epoch 0)."""
+        policy = self.restart_policy or ("always" if self.max_retries is None else "on-failure")
+        return PlatformTable(
+            event_log_cap=self.cap,
+            restart_policy=policy,
+            max_retries=self.max_retries if self.max_retries is not None else 0,
+            restart_delay_s=self.restart_delay_ms / 1000,
+            boot_s=self.boot_ms / 1000,
+            jitter=0.0,
+            epoch_ms=0,
+            restart_counter=self.restart_counter,
+            events=self.events,
+        )
+
+    def release(self) -> AppTable:
+        """The new release's app table."""
+        if self.crash_after_ms is None:
+            return AppTable(behavior="healthy")
+        return AppTable(
+            behavior="oom" if self.oom else "crash_after",
+            crash_after_s=self.crash_after_ms / 1000,
+            exit_code=self.exit_code,
+        )
 
 
 @dataclass(frozen=True)
 class Step:
-    """One entry of a machine's full history: an event, the state it leaves, the counter."""
+    """One entry of a machine's full history: an event, the state after it, the counter."""
 
     event: Event
     state: str
     restarts: int
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
 
 
 @dataclass(frozen=True)
@@ -130,80 +174,81 @@ class MachineHistory:
 
     id: str
     app: App
-    steps: tuple[Step, ...]
-    #: Times at which the machine leaves ``stopped`` for ``starting`` with no event (reboot).
-    reboots: tuple[int, ...] = ()
+    events: tuple[Event, ...]
+    #: (ms, state) for every state change, in order.
+    states: tuple[tuple[int, str], ...]
+    #: (ms, restart counter) after every restart.
+    counters: tuple[tuple[int, int], ...]
     times: tuple[int, ...] = field(init=False, repr=False)
+    state_times: tuple[int, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "times", tuple(s.event.timestamp for s in self.steps))
+        object.__setattr__(self, "times", tuple(e.timestamp for e in self.events))
+        object.__setattr__(self, "state_times", tuple(t for t, _ in self.states))
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        """Every event with the state and restart counter the machine had right after it."""
+        return tuple(
+            Step(e, self._state(e.timestamp), self._counter(e.timestamp)) for e in self.events
+        )
+
+    def _state(self, at_ms: int) -> str:
+        seen = bisect.bisect_right(self.state_times, at_ms)
+        return self.states[seen - 1][1] if seen else "created"
+
+    def _counter(self, at_ms: int) -> int:
+        seen = bisect.bisect_right([t for t, _ in self.counters], at_ms)
+        return self.counters[seen - 1][1] if seen else 0
 
     def snapshot(self, at_ms: int) -> MachineSnapshot:
         """What an API read at ``at_ms`` returns (events at exactly ``at_ms`` included)."""
         seen = bisect.bisect_right(self.times, at_ms)
-        last = self.steps[seen - 1] if seen else None
-        state = last.state if last else "created"
-        reboot = bisect.bisect_right(self.reboots, at_ms)
-        if last and reboot and self.reboots[reboot - 1] > last.event.timestamp:
-            state = "starting"
-        visible = self.steps[max(0, seen - self.app.cap) : seen]
+        visible = self.events[max(0, seen - self.app.cap) : seen]
         return MachineSnapshot(
             id=self.id,
-            state=state,
+            state=self._state(at_ms),
             image="registry.fly.io/app:release",
-            events=tuple(s.event for s in reversed(visible)),
+            events=tuple(reversed(visible)),
             at_ms=at_ms,
-            restart_counter=(last.restarts if last else 0) if self.app.restart_counter else None,
+            restart_counter=self._counter(at_ms) if self.app.restart_counter else None,
         )
 
     @property
     def crashes_after_publish(self) -> int:
         """Ground truth: how many times the new release crashed (uncapped)."""
-        return sum(1 for s in self.steps if s.event.is_crash and s.event.timestamp >= PUBLISH_MS)
+        return sum(1 for e in self.events if e.is_crash and e.timestamp >= PUBLISH_MS)
 
 
 def history(machine_id: str, app: App, horizon_ms: int) -> MachineHistory:
-    """Lay out a machine's events from before the publish up to ``horizon_ms``."""
-    steps: list[Step] = []
-    reboots: list[int] = []
-    t = PUBLISH_MS
-    if app.updated:
-        steps.append(Step(Event("launch", "created", 1_000, "user"), "starting", 0))
-        steps.append(Step(Event("start", "started", 1_000 + app.boot_ms), "started", 0))
-        steps.append(
-            Step(Event("exit", "stopped", t, exit_code=0, requested_stop=True), "stopped", 0)
-        )
-        steps.append(Step(Event("update", "replaced", t, "user"), "starting", 0))
-    else:
-        steps.append(Step(Event("launch", "created", t, "user"), "starting", 0))
-    restarts = 0
-    while True:
-        t += app.boot_ms
-        if t > horizon_ms:
-            break
-        steps.append(Step(Event("start", "started", t), "started", restarts))
-        if app.crash_after_ms is None:
-            break
-        t += app.crash_after_ms
-        if t > horizon_ms:
-            break
-        restarting = app.max_retries is None or restarts < app.max_retries
-        exit_event = Event(
-            "exit",
-            "stopped",
-            t,
-            exit_code=app.exit_code,
-            restarting=restarting,
-            restart_count=restarts,
-        )
-        if not restarting:
-            steps.append(Step(exit_event, "stopped", restarts))
-            break
-        restarts += 1
-        steps.append(Step(exit_event, "stopped", restarts))
-        t += app.restart_delay_ms
-        reboots.append(t)
-    return MachineHistory(machine_id, app, tuple(steps), tuple(reboots))
+    """Run one machine on the simulator's model from before the publish to ``horizon_ms``."""
+    env = simpy.Environment()
+    counters: list[tuple[int, int]] = []
+
+    def counted(machine: Machine) -> None:
+        if not counters or counters[-1][1] != machine.restarts_total:
+            counters.append((_ms(env.now), machine.restarts_total))
+
+    machine = Machine(env, machine_id, app.platform(), random.Random(0), trace=True,
+                      on_state=counted)
+
+    def publish() -> Generator[Any, Any, None]:
+        release = Image("registry.fly.io/app:release", app.release())
+        if app.updated:
+            machine.launch(Image("registry.fly.io/app:previous", AppTable()))
+        yield env.timeout(PUBLISH_MS / 1000)
+        if app.updated:
+            machine.update(release)
+        else:
+            machine.launch(release)
+
+    env.process(publish())
+    # Events at exactly the horizon are part of the history (a look may be taken then).
+    env.run(until=horizon_ms / 1000 + 1e-9)
+    assert machine.all_events is not None
+    assert machine.history is not None
+    states = tuple((_ms(t), s) for t, s in machine.history)
+    return MachineHistory(machine_id, app, tuple(machine.all_events), states, tuple(counters))
 
 
 @dataclass(frozen=True)

@@ -289,7 +289,7 @@ def test_tally_counts_502_only_for_targets_not_listening() -> None:
     timeline = RoutingTimeline((True, True), (True, True))
     timeline.mark(100.0, (True, True), (True, False))
     timeline.mark(200.0, (True, False), (True, False))
-    tally = timeline.tally(0, 300, 10, random.Random(5))
+    tally = timeline.tally(0, 300, 10, 5)
     assert tally.requests == tally.served + tally.bad_gateway
     assert tally.bad_gateway_by_target[0] == 0
     # About half of 100 s x 10 rps went to the target that was not listening.
@@ -299,5 +299,5 @@ def test_tally_counts_502_only_for_targets_not_listening() -> None:
 
 def test_tally_without_traffic_counts_nothing() -> None:
     """Zero requests per second draws no requests."""
-    tally = RoutingTimeline((True,), (False,)).tally(0, 100, 0, random.Random(1))
+    tally = RoutingTimeline((True,), (False,)).tally(0, 100, 0, 1)
     assert (tally.requests, tally.served, tally.bad_gateway) == (0, 0, 0)

@@ -8,23 +8,30 @@ import simpy
 
 from checks import TimestampCheck
 from sim import scenario
-from sim.platform.behavior import Behavior
-from sim.platform.machine import Image, Machine, PlatformRules
+from sim.platform import behavior
+from sim.platform.machine import Image, Machine
 from sim.publish import world
+from sim.scenario import AppTable, PlatformTable
 
 
-def _machine(behavior: Behavior, **rules) -> tuple[simpy.Environment, Machine]:
+def _machine(app: AppTable, **rules: object) -> tuple[simpy.Environment, Machine]:
     env = simpy.Environment()
-    machine = Machine(env, "m1", PlatformRules(jitter=0.0, **rules), random.Random(0), trace=True)
-    machine.launch(Image("app:v1", behavior))
+    platform = PlatformTable(jitter=0.0, **rules)  # type: ignore[arg-type]
+    machine = Machine(env, "m1", platform, random.Random(0), trace=True)
+    machine.launch(Image("app:v1", app))
     return env, machine
+
+
+def _exits(machine: Machine) -> list:
+    assert machine.all_events is not None
+    return [e for e in machine.all_events if e.type == "exit"]
 
 
 def test_on_failure_gives_up_after_max_retries_and_says_so():
     """on-failure with max_retries=3: four crashes, then stopped with restarting=false."""
-    env, machine = _machine(Behavior("crash_after", crash_after_s=1.0), max_retries=3)
+    env, machine = _machine(AppTable(behavior="crash_after", crash_after_s=1.0), max_retries=3)
     env.run(until=60)
-    exits = [e for e in machine.all_events if e.type == "exit"]
+    exits = _exits(machine)
     assert len(exits) == 4
     assert [e.restarting for e in exits] == [True, True, True, False]
     assert [e.restart_count for e in exits] == [0, 1, 2, 3]
@@ -32,18 +39,45 @@ def test_on_failure_gives_up_after_max_retries_and_says_so():
     assert machine.snapshot().gave_up
 
 
-def test_always_keeps_restarting():
-    """restart policy `always` never gives up."""
-    env, machine = _machine(Behavior("crash_after", crash_after_s=1.0), restart_policy="always",
-                            boot_s=0.5, restart_delay_s=0.5)
+def test_on_failure_counts_retries_only_within_its_window():
+    """Crashes further apart than the 5-minute window never exhaust max_retries."""
+    app = AppTable(behavior="crash_after", crash_after_s=200.0)
+    env, machine = _machine(app, max_retries=2, retry_window_s=300.0)
+    env.run(until=3000)
+    # Each cycle takes ~202 s: at most one earlier restart is inside any 300 s window.
+    assert len(machine.crashes) == 3000 // 202
+    assert all(e.restarting for e in _exits(machine))
+    env, machine = _machine(app, max_retries=2, retry_window_s=0.0)
+    env.run(until=3000)
+    assert len(machine.crashes) == 3  # whole-life counting: gives up after 2 retries
+
+
+def test_on_failure_does_not_restart_a_clean_exit():
+    """Exit code 0 under on-failure: the machine stops, no retry, and it is not a crash."""
+    env, machine = _machine(AppTable(behavior="crash_after", crash_after_s=1.0, exit_code=0))
+    env.run(until=60)
+    exits = _exits(machine)
+    assert len(exits) == 1
+    assert not exits[0].restarting
+    assert not exits[0].is_crash
+    assert machine.crashes == []
+    assert machine.state == "stopped"
+
+
+def test_always_keeps_restarting_and_never_reads_stopped():
+    """restart policy `always` never gives up and never enters stopped, even on exit 0."""
+    app = AppTable(behavior="crash_after", crash_after_s=1.0, exit_code=0)
+    env, machine = _machine(app, restart_policy="always", boot_s=0.5, restart_delay_s=0.5)
     env.run(until=100)
-    assert len(machine.crashes) == 50
+    assert len(_exits(machine)) == 50
+    assert machine.history is not None
+    assert "stopped" not in {state for _, state in machine.history}
     assert not machine.snapshot().gave_up
 
 
 def test_no_restart_policy_stops_after_the_first_crash():
     """restart policy `no`: one crash and the machine stays stopped."""
-    env, machine = _machine(Behavior("crash_after", crash_after_s=1.0), restart_policy="no")
+    env, machine = _machine(AppTable(behavior="crash_after", crash_after_s=1.0), restart_policy="no")
     env.run(until=60)
     assert len(machine.crashes) == 1
     assert machine.state == "stopped"
@@ -51,25 +85,26 @@ def test_no_restart_policy_stops_after_the_first_crash():
 
 def test_event_list_is_capped_and_counts_dropped_events():
     """The machine's list holds event_log_cap events; the rest are counted as dropped."""
-    env, machine = _machine(Behavior("crash_after", crash_after_s=1.0), event_log_cap=5,
+    env, machine = _machine(AppTable(behavior="crash_after", crash_after_s=1.0), event_log_cap=5,
                             restart_policy="always")
     env.run(until=30)
+    assert machine.all_events is not None
     assert len(machine.log) == 5
     assert machine.log.dropped == len(machine.all_events) - 5
 
 
 def test_crash_after_starts_is_healthy_for_the_first_k_starts():
     """crash_after_starts=2: the first two starts stay up (until interrupted), the third crashes."""
-    behavior = Behavior("crash_after_starts", crash_after_starts=2, crash_after_s=1.0)
+    app = AppTable(behavior="crash_after_starts", crash_after_starts=2, crash_after_s=1.0)
     rng = random.Random(0)
-    assert behavior.crash(1, rng, 0.0) is None
-    assert behavior.crash(2, rng, 0.0) is None
-    assert behavior.crash(3, rng, 0.0) is not None
+    assert behavior.next_exit(app, 1, rng, 0.0) is None
+    assert behavior.next_exit(app, 2, rng, 0.0) is None
+    assert behavior.next_exit(app, 3, rng, 0.0) == (1.0, 1, False)
 
 
 def test_oom_exits_with_137_and_oom_killed():
     """The oom behaviour exits with code 137 and oom_killed set."""
-    env, machine = _machine(Behavior("oom", crash_after_s=2.0), restart_policy="no")
+    env, machine = _machine(AppTable(behavior="oom", crash_after_s=2.0), restart_policy="no")
     env.run(until=10)
     exit_event = machine.snapshot().newest_exit()
     assert exit_event is not None
@@ -82,6 +117,7 @@ def test_slow_boot_with_a_short_start_timeout_is_a_false_alarm():
                                                "release.slow_boot_s=40", "check.start_timeout_s=20"])
     result = world.run(loaded, 1, TimestampCheck(**loaded.check.model_dump()))
     assert result.outcome == "false_alarm"
+    assert result.verdict is not None
     assert result.verdict.layer == "start-timeout"
 
 
@@ -93,8 +129,7 @@ def test_asleep_previous_machines_are_stopped_when_the_publish_begins():
     built.env.run(until=loaded.publish.at_s - 0.001)
     machine = built.machines[0]
     assert machine.state == "stopped"
-    newest = machine.snapshot().events[0]
-    assert newest.type == "exit"
+    newest = next(e for e in machine.snapshot().events if e.type == "exit")
     assert newest.requested_stop
     assert not newest.is_crash
 
@@ -104,12 +139,12 @@ def test_restore_rollback_puts_the_previous_image_back():
     loaded = scenario.load("sept25-crash-loop")
     result = world.run(loaded, 1, TimestampCheck(**loaded.check.model_dump()), trace=True)
     assert result.rollback == "restored"
-    built = world.build(loaded, 1)
     assert result.trace is not None
-    last_update = [e for e in result.trace.machines[0].events if e.type == "update"][-1]
+    machine = result.trace.machines[0]
+    last_update = [e for e in machine.events if e.type == "update"][-1]
     assert (last_update.timestamp - loaded.platform.epoch_ms) / 1000 > loaded.publish.at_s
-    assert result.trace.machines[0].states[-1][1] == "started"
-    assert built.previous is not None
+    assert machine.states[-1][1] == "started"
+    assert result.site.not_found == 0
 
 
 def test_world_is_deterministic_for_a_seed():
@@ -117,9 +152,7 @@ def test_world_is_deterministic_for_a_seed():
     loaded = scenario.load("sept25-crash-loop")
     one = world.run(loaded, 5, TimestampCheck(**loaded.check.model_dump()))
     two = world.run(loaded, 5, TimestampCheck(**loaded.check.model_dump()))
-    assert one.looks == two.looks
-    assert one.site == two.site
-    assert one.verdict == two.verdict
+    assert one == two
 
 
 def test_traffic_counts_add_up_and_follow_the_rate():

@@ -1,75 +1,58 @@
-"""App behaviours per image: when, and how, the app exits after each start."""
+"""App behaviours per image: how long a start takes, and when and how the app exits.
+
+The behaviour's parameters are the scenario's ``[previous]``/``[release]`` table itself
+(``sim.scenario.AppTable``): declared once, read here.
+"""
 
 from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
-from typing import Literal
 
-BehaviorName = Literal[
-    "healthy", "crash_after", "crash_on_boot", "crash_after_starts", "flaky", "slow_boot", "oom"
-]
-BEHAVIORS: tuple[str, ...] = BehaviorName.__args__  # type: ignore[attr-defined]
+from sim.scenario import AppTable
 
+#: The exit code of a process the kernel's OOM killer ended (128 + SIGKILL).
 OOM_EXIT_CODE = 137
 
-
-@dataclass(frozen=True, slots=True)
-class Crash:
-    """The app exits ``after_s`` seconds after it read started."""
-
-    after_s: float
-    exit_code: int
-    oom_killed: bool = False
+#: An exit: (seconds after the machine read started, exit code, OOM-killed).
+Exit = tuple[float, int, bool]
 
 
-@dataclass(frozen=True, slots=True)
-class Behavior:
-    """What an image's app does on each start; jitter is applied by the caller's rng."""
+def boot_s(app: AppTable, platform_boot_s: float) -> float:
+    """How long a start takes before the machine reads started."""
+    return app.slow_boot_s if app.behavior == "slow_boot" else platform_boot_s
 
-    name: BehaviorName = "healthy"
-    crash_after_s: float = 2.5
-    crash_on_boot_s: float = 0.5
-    crash_after_starts: int = 0
-    crash_probability: float = 0.1
-    flaky_interval_s: float = 10.0
-    slow_boot_s: float = 30.0
-    exit_code: int = 1
 
-    def boot_s(self, platform_boot_s: float) -> float:
-        """How long a start takes before the machine reads started."""
-        return self.slow_boot_s if self.name == "slow_boot" else platform_boot_s
+def steady_exit(app: AppTable) -> Exit | None:
+    """The exit every start ends in, before jitter, when it is the same for every start.
 
-    def steady_crash(self) -> Crash | None:
-        """The exit every start ends in, before jitter, if it is the same for all starts.
+    The crash loops: the machine jitters ``after`` with one ``uniform`` draw per start.
+    """
+    name = app.behavior
+    if name == "crash_after":
+        return (app.crash_after_s, app.exit_code, False)
+    if name == "oom":
+        return (app.crash_after_s, OOM_EXIT_CODE, True)
+    if name == "crash_on_boot":
+        return (app.crash_on_boot_s, app.exit_code, False)
+    return None
 
-        ``after_s`` is the base that ``crash`` jitters with one ``uniform`` draw: the
-        machine's hot loop applies it inline, with the very same draw and arithmetic,
-        instead of calling ``crash`` and building a ``Crash`` per cycle.
-        """
-        if self.name in ("crash_after", "oom"):
-            oom = self.name == "oom"
-            return Crash(self.crash_after_s, OOM_EXIT_CODE if oom else self.exit_code, oom)
-        if self.name == "crash_on_boot":
-            return Crash(self.crash_on_boot_s, self.exit_code)
-        return None
 
-    def crash(self, start_number: int, rng: random.Random, jitter: float) -> Crash | None:
-        """The exit that ends start number ``start_number`` (1-based), or None if it stays up."""
-        name = self.name
-        if name in ("healthy", "slow_boot"):
+def next_exit(app: AppTable, start_number: int, rng: random.Random, jitter: float) -> Exit | None:
+    """The exit that ends start number ``start_number`` (1-based), or None if it stays up."""
+    name = app.behavior
+    steady = steady_exit(app)
+    if steady is not None:
+        after, code, oom = steady
+        return (after * (1.0 + rng.uniform(-jitter, jitter)), code, oom)
+    if name == "crash_after_starts":
+        if start_number <= app.crash_after_starts:
             return None
-        if name == "crash_after_starts" and start_number <= self.crash_after_starts:
-            return None
-        if name == "flaky":
-            # Geometric number of intervals until the first crash, drawn in one step so a
-            # small probability costs no more than a large one.
-            p = self.crash_probability
-            intervals = 1 if p >= 1 else 1 + int(math.log(1.0 - rng.random()) / math.log(1.0 - p))
-            return Crash(intervals * self.flaky_interval_s, self.exit_code)
-        base = self.crash_on_boot_s if name == "crash_on_boot" else self.crash_after_s
-        after = base * (1.0 + rng.uniform(-jitter, jitter))
-        if name == "oom":
-            return Crash(after, OOM_EXIT_CODE, oom_killed=True)
-        return Crash(after, self.exit_code)
+        return (app.crash_after_s * (1.0 + rng.uniform(-jitter, jitter)), app.exit_code, False)
+    if name == "flaky":
+        # Geometric number of intervals until the first crash, drawn in one step so a
+        # small probability costs no more than a large one.
+        p = app.crash_probability
+        intervals = 1 if p >= 1 else 1 + int(math.log(1.0 - rng.random()) / math.log(1.0 - p))
+        return (intervals * app.flaky_interval_s, app.exit_code, False)
+    return None  # healthy, slow_boot

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
+
+from sim.traffic import generator
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,23 +41,27 @@ class RoutingTimeline:
             self.segments.pop()
         self.segments.append(Segment(at_s, rotation, listening))
 
-    def tally(self, start_s: float, end_s: float, rps: float, rng: random.Random) -> TrafficTally:
-        """Poisson arrivals over [start_s, end_s); each goes to a random target in rotation."""
+    def tally(self, start_s: float, end_s: float, rps: float, seed: int) -> TrafficTally:
+        """Poisson requests over [start_s, end_s), each to a target in rotation at random.
+
+        Per segment, one Poisson count and one multinomial split over the targets in
+        rotation (each equally likely), drawn from the traffic's own NumPy stream.
+        """
         targets = len(self.segments[0].rotation)
         bad = [0] * targets
         served = 0
-        if rps > 0:
-            index = 0
-            t = start_s + rng.expovariate(rps)
-            while t < end_s:
-                while index + 1 < len(self.segments) and self.segments[index + 1].at_s <= t:
-                    index += 1
-                segment = self.segments[index]
-                candidates = [i for i, routed in enumerate(segment.rotation) if routed]
-                chosen = candidates[rng.randrange(len(candidates))]
-                if segment.listening[chosen]:
-                    served += 1
+        rng = generator(seed)
+        bounds = [s.at_s for s in self.segments[1:]] + [end_s]
+        for segment, finish in zip(self.segments, bounds, strict=True):
+            lo, hi = max(segment.at_s, start_s), min(finish, end_s)
+            candidates = [i for i, routed in enumerate(segment.rotation) if routed]
+            if hi <= lo or rps <= 0 or not candidates:
+                continue
+            n = int(rng.poisson(rps * (hi - lo)))
+            split = rng.multinomial(n, [1.0 / len(candidates)] * len(candidates)).tolist()
+            for target, count in zip(candidates, split, strict=True):
+                if segment.listening[target]:
+                    served += count
                 else:
-                    bad[chosen] += 1
-                t += rng.expovariate(rps)
+                    bad[target] += count
         return TrafficTally(served + sum(bad), served, sum(bad), tuple(bad))

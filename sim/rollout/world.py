@@ -90,7 +90,7 @@ def run(scenario: RolloutScenario, seed: int) -> RolloutResult:
     end_s = env.now + scenario.settle_s
     env.run(until=end_s)
 
-    traffic = timeline.tally(0.0, end_s, scenario.traffic.rps, traffic_rng)
+    traffic = timeline.tally(0.0, end_s, scenario.traffic.rps, traffic_rng.getrandbits(64))
     forced = {step.server for step in deploy.steps if step.force_killed}
     repairs = sorted((r for dog in watchdogs for r in dog.repairs), key=lambda r: r.at_s)
     servers_out = tuple(

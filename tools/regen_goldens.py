@@ -1,0 +1,59 @@
+"""Regenerate the saved outputs that tests diff against, after an intended change.
+
+Run ``.venv/bin/python tools/regen_goldens.py`` and commit the result with the reason in
+the message: each scenario script's ``.out``, each rollout scenario's ``.out`` and the
+README blocks marked ``<!-- output: testbed ... -->``. The tests that read these files
+only remember; the tests beside them (expectations, oracles, properties) judge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from sim import scenario  # noqa: E402
+from sim.cli import main  # noqa: E402
+from sim.rollout.__main__ import main as rollout_main  # noqa: E402
+from sim.rollout.config import rollouts_dir, shipped  # noqa: E402
+
+BLOCK = re.compile(r"(<!-- output: testbed (.+?) -->\n)(.*?)(<!-- end output -->\n)", re.S)
+
+
+def _stdout(fn, argv: list[str]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        fn(argv)
+    return out.getvalue()
+
+
+def main_() -> None:
+    """Rewrite every saved output from the code as it is now."""
+    for name in sorted(scenario.shipped()):
+        script = ROOT / "scenarios" / f"{name}.py"
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              check=True, cwd=ROOT)
+        script.with_suffix(".out").write_text(done.stdout, encoding="utf-8")
+    for name in sorted(shipped()):
+        text = _stdout(rollout_main, ["rollout", name, "--runs", "5"])
+        (rollouts_dir() / f"{name}.out").write_text(text, encoding="utf-8")
+    readme = ROOT / "README.md"
+
+    def fill(match: re.Match[str]) -> str:
+        printed = _stdout(main, shlex.split(match.group(2))).strip() + "\n"
+        fenced = match.group(3).startswith("```")
+        body = f"```\n{printed}```\n" if fenced else printed
+        return match.group(1) + body + match.group(4)
+
+    readme.write_text(BLOCK.sub(fill, readme.read_text(encoding="utf-8")), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main_()
