@@ -21,6 +21,7 @@ with anything it started (no orphans), and pipes are polled with ``selectors``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -33,6 +34,7 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -79,16 +81,22 @@ def look_to_api(look: Look) -> dict[str, Any]:
 
 
 def request_line(
-    run: str, publish_started_ms: int, looks_json: Sequence[str], options: Mapping[str, Any]
+    run: str, publish_started_ms: int, looks_json: Sequence[str], options_json: str
 ) -> str:
-    """One request (no newline); ``looks_json`` are the looks already encoded, oldest first."""
+    """One request (no newline) from the looks and options already encoded as JSON."""
     head = json.dumps(
-        {"protocol": PROTOCOL, "run": run, "publish_started_ms": publish_started_ms,
-         "options": dict(options)},
+        {"protocol": PROTOCOL, "run": run, "publish_started_ms": publish_started_ms},
         separators=(",", ":"),
     )
     # Each look is encoded once per run and spliced in: a run's requests grow by one look.
-    return f'{head[:-1]},"looks":[{",".join(looks_json)}]}}'
+    return f'{head[:-1]},"options":{options_json},"looks":[{",".join(looks_json)}]}}'
+
+
+def schema(kind: str) -> dict[str, Any]:
+    """The shipped JSON Schema of a ``"request"`` or an ``"answer"``."""
+    text = resources.files("sim").joinpath(f"schemas/check-{kind}.schema.json").read_text("utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
 
 
 def _no_constant(name: str) -> Any:
@@ -164,10 +172,8 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
     """Kill the child's whole session (it and anything it started) and reap the child."""
     # The child leads its own process group, so the group outlives it while any of its own
     # children do, and its id is not reused until then: killing the group is safe.
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     proc.wait()
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         if stream is not None:
@@ -182,7 +188,9 @@ class _Child:
             list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             bufsize=0, start_new_session=True,
         )
-        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
+        assert self.proc.stdin
+        assert self.proc.stdout
+        assert self.proc.stderr
         self.stdin, self.stdout, self.stderr = (
             self.proc.stdin.fileno(), self.proc.stdout.fileno(), self.proc.stderr.fileno()
         )
@@ -307,15 +315,11 @@ class _Child:
         if not self.finalizer.alive:
             return
         if self.proc.stdin is not None and not self.proc.stdin.closed:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 self.proc.stdin.close()
-            except BrokenPipeError:
-                pass
         if grace_s > 0:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                pass
         self.finalizer()  # kills the group even when the child left something behind
 
 
@@ -343,6 +347,10 @@ class CommandCheck:
         self.argv = split_command(command)
         self.name = name or derive_name(self.argv)
         self.options = dict(options or {})
+        try:
+            self._options_json = json.dumps(self.options, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"options must be JSON values ({error})") from None
         if not timeout_s > 0:
             raise ValueError(f"timeout_s must be > 0 (got {timeout_s})")
         self.timeout_s = timeout_s
@@ -380,7 +388,7 @@ class CommandCheck:
     def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
         """Ask the child for the next step; ``ExternalCheckError`` if it cannot give one."""
         self._start_run_if_new(publish_started_ms, looks)
-        line = request_line(self._run, publish_started_ms, self._looks_json, self.options)
+        line = request_line(self._run, publish_started_ms, self._looks_json, self._options_json)
         try:
             if self._child is None:
                 try:
@@ -466,7 +474,10 @@ class CommandSpec:
 
     def build(self, options: Mapping[str, Any]) -> CommandCheck:
         """The check, with the options each request will carry."""
-        return CommandCheck(self.command, self.name, options, self.timeout_s)
+        try:
+            return CommandCheck(self.command, self.name, options, self.timeout_s)
+        except ValueError as error:
+            raise BadInput(f"check {self.name!r}: {error}") from None
 
 
 def make_spec(command: str, name: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
