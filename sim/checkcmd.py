@@ -39,7 +39,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from checks import BUILTIN_CHECKS, Look, Verdict, Wait
+from checks import Look, Verdict, Wait
 from checks.flyjson import machine_to_api
 from checks.protocol import Step
 from sim.settings import BadInput
@@ -429,6 +429,12 @@ class CommandCheck:
         return f"CommandCheck({shlex.join(self.argv)!r}, name={self.name!r})"
 
 
+def rules(names: Sequence[str]) -> dict[str, str]:
+    """A one-line rule for each ``cmd:`` entry of a check list, for tables of every check."""
+    specs = [parse_spec(n) for n in names if n.startswith(SPEC_PREFIX)]
+    return {s.name: f"the command `{shlex.join(s.command)}` (check protocol {PROTOCOL})" for s in specs}
+
+
 def close_all() -> None:
     """Close every command check still open (the command line calls this when it ends)."""
     for check in list(_LIVE):
@@ -524,8 +530,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--check-cmd``, ``--check-cmd-name`` and ``--check-cmd-timeout`` to a subcommand."""
     parser.add_argument(
         "--check-cmd", action="append", default=[], metavar="COMMAND",
-        help="a check run as a subprocess speaking JSON Lines (docs/check-protocol.md), added "
-        "to the --check ones (all built-ins if none); repeatable",
+        help="a check run as a subprocess speaking JSON Lines (docs/check-protocol.md); "
+        "runs beside the --check ones (alone when there are none); repeatable",
     )
     parser.add_argument(
         "--check-cmd-name", action="append", default=[], metavar="NAME",
@@ -540,7 +546,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def with_commands(names: Sequence[str], args: argparse.Namespace) -> list[str]:
-    """The check list with each ``--check-cmd`` appended as a ``cmd:`` entry."""
+    """The check list with each ``--check-cmd`` appended as a ``cmd:`` entry.
+
+    With no ``names`` and no commands the list stays empty (all built-ins, as before).
+    """
     commands: list[str] = args.check_cmd
     labels: list[str] = args.check_cmd_name
     if len(labels) > len(commands):
@@ -549,7 +558,9 @@ def with_commands(names: Sequence[str], args: argparse.Namespace) -> list[str]:
         )
     if not commands:
         return list(names)
-    chosen = list(names) or list(BUILTIN_CHECKS)
+    # Named checks alone replace the all-built-ins default, and so do commands: a user
+    # asking for their command compares it with the built-ins they name.
+    chosen = list(names)
     taken = {n for n in chosen if not n.startswith(SPEC_PREFIX)}
     for i, command in enumerate(commands):
         spec = make_spec(command, labels[i] if i < len(labels) else None, args.check_cmd_timeout)

@@ -121,14 +121,16 @@ def cmd_checks(args: argparse.Namespace) -> int:
     if args.runs < 1:
         raise BadInput(f"--runs: must be at least 1 (got {args.runs})")
     reports = []
+    names = checkcmd.with_commands(list(BUILTIN_CHECKS) if args.check_cmd else [], args)
     for name in scenario.shipped():
         loaded = scenario.load(name)
-        checks = load_checks(checkcmd.with_commands([], args), loaded.check.model_dump())
+        checks = load_checks(names, loaded.check.model_dump())
         reports.append(compare(loaded, checks, range(loaded.seed, loaded.seed + args.runs)))
     rules = {
         name: (cls.__doc__ or "").strip().splitlines()[0].replace("``", "`")
         for name, cls in BUILTIN_CHECKS.items()
     }
+    rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
     if args.json:
         summary = {r["scenario"]: r["summary"] for r in reports}
         print(json.dumps({"rules": rules, "runs": args.runs, "outcomes": summary}))
