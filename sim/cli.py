@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 from checks import BUILTIN_CHECKS, Check
-from sim import scenario
+from sim import checkcmd, scenario
 from sim.loader import load_checks
 from sim.publish.compare import compare
 from sim.publish.world import run
@@ -59,7 +59,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     loaded = scenario.load(args.scenario, args.set)
     if args.runs < 1:
         raise BadInput(f"--runs: must be at least 1 (got {args.runs})")
-    checks = load_checks(args.check, loaded.check.model_dump(), _options(args.check_opt))
+    names_asked = checkcmd.with_commands(args.check, args)
+    checks = load_checks(names_asked, loaded.check.model_dump(), _options(args.check_opt))
     names = [getattr(c, "name", "") for c in checks]
     for key in loaded.expect:
         if key not in BUILTIN_CHECKS and key not in names:
@@ -108,7 +109,7 @@ def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], se
 def cmd_replay(args: argparse.Namespace) -> int:
     """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
     recordings = load_recordings(args.recording)
-    rows = replay_all(recordings, args.check, _options(args.check_opt))
+    rows = replay_all(recordings, checkcmd.with_commands(args.check, args), _options(args.check_opt))
     if args.json:
         print(json.dumps({"recording": args.recording, "results": rows}, separators=(",", ":")))
         return EXIT_OK
@@ -121,14 +122,16 @@ def cmd_checks(args: argparse.Namespace) -> int:
     if args.runs < 1:
         raise BadInput(f"--runs: must be at least 1 (got {args.runs})")
     reports = []
+    names = checkcmd.with_commands(list(BUILTIN_CHECKS) if args.check_cmd else [], args)
     for name in scenario.shipped():
         loaded = scenario.load(name)
-        checks = load_checks([], loaded.check.model_dump())
+        checks = load_checks(names, loaded.check.model_dump())
         reports.append(compare(loaded, checks, range(loaded.seed, loaded.seed + args.runs)))
     rules = {
         name: (cls.__doc__ or "").strip().splitlines()[0].replace("``", "`")
         for name, cls in BUILTIN_CHECKS.items()
     }
+    rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
     if args.json:
         summary = {r["scenario"]: r["summary"] for r in reports}
         print(json.dumps({"rules": rules, "runs": args.runs, "outcomes": summary}))
@@ -179,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--record", metavar="LOOKS.jsonl",
         help="write every look of every run as Fly Machines API JSON, one look per line",
     )
+    checkcmd.add_arguments(comp)
     comp.set_defaults(handler=cmd_compare)
 
     rep = sub.add_parser(
@@ -197,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--check-opt", action="append", default=[], metavar="KEY=VALUE",
                      help="an option for a user check class (repeatable)")
     rep.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    checkcmd.add_arguments(rep)
     rep.set_defaults(handler=cmd_replay)
 
     table = sub.add_parser(
@@ -205,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     table.add_argument("--runs", type=int, default=10, help="seeds per scenario (default 10)")
     table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    checkcmd.add_arguments(table)
     table.set_defaults(handler=cmd_checks)
 
     add_sweep_parser(sub)
@@ -221,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BadInput as error:
         print(f"testbed: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:
+        checkcmd.close_all()  # no --check-cmd child outlives the command, whatever happened
     return code
 
 

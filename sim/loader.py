@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any
 
 from checks import BUILTIN_CHECKS, Check, make_check
+from sim import checkcmd
 from sim.scenario import BadInput
 
 
@@ -75,6 +76,9 @@ def load_checks(
     for name in names or list(BUILTIN_CHECKS):
         if name in BUILTIN_CHECKS:
             built.append(make_check(name, options))
+        elif name.startswith(checkcmd.SPEC_PREFIX):
+            # A check in another language gets the same timing, plus --check-opt, per request.
+            built.append(checkcmd.parse_spec(name).build({**options, **(extra or {})}))
         elif ":" in name:
             built.append(_user_check(name, options, extra or {}))
         else:
