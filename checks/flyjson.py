@@ -135,7 +135,7 @@ def parse_rfc3339_ms(text: str) -> int | None:
         return None
     year, month, day, hour, minute, second = (int(g) for g in match.group(1, 2, 3, 4, 5, 6))
     try:
-        # second 60 (a leap second) is folded into 59, as Go's parser does not accept it either
+        # datetime rejects second 60 (a leap second), as Go's time.Parse does
         moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
     except ValueError:
         return None
