@@ -1,7 +1,8 @@
 """Looks as Fly Machines API JSON, recordings of them, and replaying a recording to a check.
 
 A machine is the object ``GET /v1/apps/{app}/machines/{id}`` returns; only these fields
-are read, everything else is ignored, so a response saved from the real API parses::
+are read, everything else is kept out of the model and ignored, so a response saved from
+the real API parses::
 
     {"id": "0e286e40cee686", "state": "stopped",
      "image_ref": {"registry": "registry.fly.io", "repository": "app", "tag": "release"},
@@ -9,16 +10,28 @@ are read, everything else is ignored, so a response saved from the real API pars
        {"type": "exit", "status": "stopped", "source": "flyd", "timestamp": 1653066430241,
         "request": {"exit_event": {"exit_code": 127, "oom_killed": false,
                                    "requested_stop": false, "restarting": false,
-                                   "exited_at": 1653066428869},
+                                   "exited_at": "2022-05-20T17:07:08.869Z"},
                     "restart_count": 0}},
        {"type": "start", "status": "started", "source": "flyd", "timestamp": 1653066426806}],
      "restart_counter": 3}                         # testbed extension, see below
 
-Required: ``id``, ``state``, ``events``; per event ``type``, ``status``, ``timestamp``
-(integer ms); an ``exit`` event also needs ``request.exit_event``. Fields the API omits
-when zero or false (Go ``omitempty``) default to that: ``exit_code``, ``restart_count``
-0, the booleans false, ``source`` "flyd", ``image_ref`` empty. ``exited_at`` is written
-as the event's ms timestamp (the documentation's shape) and not read back.
+Every shape Fly returns is read (``tests/data/fly/`` holds real payloads, with sources):
+
+- Required: a machine's ``id`` and ``state``; an event's ``timestamp`` (integer ms).
+- Fields Go's ``omitempty`` drops (fly-go ``machine_types.go``: ``Machine.Events``,
+  ``MachineEvent``, ``MachineRequest``, ``MachineExitEvent``) default to empty: a machine
+  without ``events`` has none; an event without ``type`` or ``status`` gets ``""``, without
+  ``source`` ``"flyd"``; ``exit_code`` and ``restart_count`` 0; the booleans false.
+- An exit's details sit under ``request.exit_event`` or, in older payloads, under
+  ``request.MonitorEvent.exit_event``; like fly-go's ``MachineRequest.GetExitCode`` the
+  ``MonitorEvent`` one wins when both are present. An ``exit`` event with neither is kept
+  with ``exit_code`` None (unknown: not a crash).
+- ``exited_at`` is read as integer ms (the documentation's and older recordings' shape) or
+  as an RFC3339 string (what fly-go's ``time.Time`` writes: any fractional precision, ``Z``
+  or an offset), and checked; the model keeps the event's ``timestamp`` as the exit time.
+- **Written** so that fly-go can read it back: ``exited_at`` as RFC3339 in UTC with
+  millisecond precision (``2022-05-20T17:07:08.869Z``); exit details under
+  ``request.exit_event``.
 
 Two fields are testbed extensions, absent from Fly's API: ``restart_counter`` (a
 monotonic counter like Kubernetes' ``restartCount``; absent means the platform exposes
@@ -37,6 +50,14 @@ looks of several checks' runs; lines of a run share one ``publish_started_ms`` a
 never go back in time. Blank lines are skipped. A malformed line raises
 ``RecordingError`` whose one-line message names the line number and the field.
 
+A **raw payload** is what the API (or ``fly machine status --json`` / ``fly m list
+--json``) printed, saved as one JSON document: a machine object, an array of machines, or
+an object with a ``machines`` array. ``payload_recording`` turns it into a recording of
+ONE look: taken at the newest event timestamp of any machine (else the newest
+``updated_at``/``created_at``; ``at_ms`` overrides), for a publish that began at the
+newest ``launch`` or ``update`` event of any machine (else at the look;
+``publish_started_ms`` overrides).
+
 **Replay** rule: the driver's clock starts at ``publish_started_ms``. On ``Wait(s)`` the
 look is due at ``now + s`` (ms, rounded); the check gets the first recorded look not
 yet used whose ``at_ms`` is at least the due time less ``TOLERANCE_MS`` (the recorder
@@ -50,8 +71,10 @@ ends without a verdict.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from checks.model import Event, Look, MachineSnapshot, Verdict, Wait
@@ -82,6 +105,49 @@ class ReplayResult(NamedTuple):
 
     verdict: Verdict | None
     looks: tuple[Look, ...]
+
+
+# --- RFC3339 times ------------------------------------------------------------------
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: The last ms RFC3339 can write: its year has four digits (9999-12-31T23:59:59.999Z).
+_RFC3339_MAX_MS = 253_402_300_799_999
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))"
+)
+
+
+def format_rfc3339_ms(ms: int) -> str:
+    """A platform time (integer ms since the epoch) as RFC3339 in UTC, millisecond precision."""
+    moment = _EPOCH + timedelta(milliseconds=ms)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"
+
+
+def parse_rfc3339_ms(text: str) -> int | None:
+    """Integer ms since the epoch of an RFC3339 time; None if it is not one.
+
+    Any fractional precision is accepted (Go writes up to nanoseconds) and cut to whole ms,
+    as Go's ``time.UnixMilli`` does; ``Z`` or a numeric offset gives the zone.
+    """
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second = (int(g) for g in match.group(1, 2, 3, 4, 5, 6))
+    try:
+        # datetime rejects second 60 (a leap second), as Go's time.Parse does
+        moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+    except ValueError:
+        return None
+    if match.group(9):
+        off_h, off_m = int(match.group(10)), int(match.group(11))
+        if off_h > 23 or off_m > 59:
+            return None
+        offset = timedelta(hours=off_h, minutes=off_m)
+        moment -= offset if match.group(9) == "+" else -offset
+    fraction = (match.group(7) or "")[:3].ljust(3, "0")
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1000 + int(fraction)
 
 
 # --- model -> API JSON ---------------------------------------------------------------
@@ -118,21 +184,26 @@ def image_name(ref: Mapping[str, Any]) -> str:
 
 
 def event_to_api(event: Event) -> dict[str, Any]:
-    """One event as the API shows it; exit details go under ``request``."""
+    """One event as the API shows it; exit details go under ``request.exit_event``."""
     obj: dict[str, Any] = {
         "type": event.type,
         "status": event.status,
         "source": event.source,
         "timestamp": event.timestamp,
     }
-    if event.type == "exit":
+    if event.type == "exit" and event.exit_code is not None:
+        # RFC3339 so fly-go's time.Time reads it; a time past year 9999 has no RFC3339
+        # form and stays integer ms (which this module reads too).
+        exited_at: str | int = event.timestamp
+        if 0 <= event.timestamp <= _RFC3339_MAX_MS:
+            exited_at = format_rfc3339_ms(event.timestamp)
         obj["request"] = {
             "exit_event": {
-                "exit_code": event.exit_code if event.exit_code is not None else 0,
+                "exit_code": event.exit_code,
                 "oom_killed": event.oom_killed,
                 "requested_stop": event.requested_stop,
                 "restarting": event.restarting,
-                "exited_at": event.timestamp,
+                "exited_at": exited_at,
             },
             "restart_count": event.restart_count,
         }
@@ -188,13 +259,15 @@ def dump_recording(recording: Recording) -> str:
 class _Reader:
     """Typed access to one line's JSON, raising ``RecordingError`` that names the field."""
 
-    def __init__(self, line: int) -> None:
+    def __init__(self, line: int, where: str | None = None) -> None:
         self.line = line
+        #: Where the JSON came from, leading every message: a recording line or a payload.
+        self.where = f"line {line}" if where is None else where
 
     def fail(self, path: str, problem: str) -> RecordingError:
         if not path:
-            return RecordingError(f"line {self.line}: the look {problem}")
-        return RecordingError(f"line {self.line}: field '{path}' {problem}")
+            return RecordingError(f"{self.where}: the look {problem}")
+        return RecordingError(f"{self.where}: field '{path}' {problem}")
 
     def field(self, obj: Mapping[str, Any], key: str, path: str) -> Any:
         value = obj.get(key)
@@ -251,37 +324,70 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _exit_details(
+    read: _Reader, request: Mapping[str, Any], path: str
+) -> tuple[Mapping[str, Any] | None, str]:
+    """The exit details of a request and their path: ``MonitorEvent.exit_event`` first."""
+    monitor = request.get("MonitorEvent")
+    if monitor is not None:
+        monitor = read.mapping(monitor, f"{path}MonitorEvent")
+        if monitor.get("exit_event") is not None:
+            where = f"{path}MonitorEvent.exit_event"
+            return read.mapping(monitor["exit_event"], where), where
+    if request.get("exit_event") is not None:
+        where = f"{path}exit_event"
+        return read.mapping(request["exit_event"], where), where
+    return None, ""
+
+
+def _exited_at(read: _Reader, details: Mapping[str, Any], where: str) -> int | None:
+    """``exited_at`` as integer ms or an RFC3339 string, checked; None when absent."""
+    value = details.get("exited_at")
+    if value is None:
+        return None
+    if isinstance(value, str):
+        parsed = parse_rfc3339_ms(value)
+        if parsed is None:
+            raise read.fail(f"{where}.exited_at", f"must be an RFC3339 time, got {_show(value)}")
+        return parsed
+    return read.integer(details, "exited_at", f"{where}.")
+
+
 def _event(read: _Reader, obj: Mapping[str, Any], path: str) -> Event:
-    kind = read.string(obj, "type", path)
-    status = read.string(obj, "status", path)
+    kind = read.string(obj, "type", path, default="")
+    status = read.string(obj, "status", path, default="")
     timestamp = read.integer(obj, "timestamp", path)
     source = read.string(obj, "source", path, default="flyd")
-    if kind != "exit":
+    raw_request = obj.get("request")
+    request = {} if raw_request is None else read.mapping(raw_request, f"{path}request")
+    details, where = _exit_details(read, request, f"{path}request.")
+    if kind != "exit" or details is None:
+        # Only exits carry exit details into the model; anything else under ``request``
+        # (a start's empty ``{}``, a restart_count) is not part of it.
         return Event(kind, status, timestamp, source)
-    request = read.mapping(read.field(obj, "request", path), f"{path}request")
-    exit_event = read.mapping(
-        read.field(request, "exit_event", f"{path}request."), f"{path}request.exit_event"
-    )
-    where = f"{path}request.exit_event."
+    _exited_at(read, details, where)
     return Event(
         kind,
         status,
         timestamp,
         source,
-        exit_code=read.integer(exit_event, "exit_code", where, default=0),
-        oom_killed=read.boolean(exit_event, "oom_killed", where),
-        requested_stop=read.boolean(exit_event, "requested_stop", where),
-        restarting=read.boolean(exit_event, "restarting", where),
+        exit_code=read.integer(details, "exit_code", f"{where}.", default=0),
+        oom_killed=read.boolean(details, "oom_killed", f"{where}."),
+        requested_stop=read.boolean(details, "requested_stop", f"{where}."),
+        restarting=read.boolean(details, "restarting", f"{where}."),
         restart_count=read.integer(request, "restart_count", f"{path}request.", default=0),
     )
 
 
-def machine_from_api(obj: Any, look_at_ms: int, line: int = 1, path: str = "") -> MachineSnapshot:
+def machine_from_api(
+    obj: Any, look_at_ms: int, line: int = 1, path: str = "", where: str | None = None
+) -> MachineSnapshot:
     """A machine snapshot from an API response object, read at ``look_at_ms``."""
-    read = _Reader(line)
+    read = _Reader(line, where)
     machine = read.mapping(obj, path.rstrip(".") or "machine")
     ref = machine.get("image_ref") or {}
-    events = read.array(read.field(machine, "events", path), f"{path}events")
+    raw_events = machine.get("events")
+    events = [] if raw_events is None else read.array(raw_events, f"{path}events")
     counter = machine.get("restart_counter")
     return MachineSnapshot(
         id=read.string(machine, "id", path),
@@ -374,6 +480,83 @@ def read_recording(lines: Iterable[str]) -> Recording:
             "read_recordings and replay one"
         )
     return recordings[0]
+
+
+# --- raw API payloads ----------------------------------------------------------------
+
+#: Event types that mark a publish reaching a machine: a new machine or a new config/image.
+PUBLISH_EVENT_TYPES = ("launch", "update")
+
+
+def is_recording_line(obj: Any) -> bool:
+    """True for a parsed JSON document shaped as a recording line rather than a raw payload."""
+    return isinstance(obj, dict) and "at_ms" in obj and "publish_started_ms" in obj
+
+
+def payload_machines(obj: Any) -> list[Any]:
+    """The machine objects of a raw payload: one machine, an array, or ``{"machines": [...]}``."""
+    read = _Reader(1, "payload")
+    if isinstance(obj, list):
+        return obj
+    if isinstance(obj, dict) and "machines" in obj:
+        return read.array(obj["machines"], "machines")
+    if isinstance(obj, dict):
+        return [obj]
+    raise RecordingError(
+        f"payload: must be a machine object, an array of machines or an object with "
+        f"'machines', got {_show(obj)}"
+    )
+
+
+def _machine_times(obj: Any) -> list[int]:
+    """The machine's own RFC3339 ``updated_at``/``created_at``, as ms (those that parse)."""
+    if not isinstance(obj, dict):
+        return []
+    found = []
+    for key in ("updated_at", "created_at"):
+        value = obj.get(key)
+        parsed = parse_rfc3339_ms(value) if isinstance(value, str) else None
+        if parsed is not None:
+            found.append(parsed)
+    return found
+
+
+def payload_recording(
+    obj: Any, at_ms: int | None = None, publish_started_ms: int | None = None
+) -> Recording:
+    """A raw payload as a recording of ONE look (see the module docstring for the times)."""
+    raws = payload_machines(obj)
+    where = "payload"
+    # Read once at a provisional time to validate and collect the events.
+    provisional = [
+        machine_from_api(m, 0, path=f"machines[{i}].", where=where) for i, m in enumerate(raws)
+    ]
+    events = [e for m in provisional for e in m.events]
+    if at_ms is None:
+        candidates = [e.timestamp for e in events] or [
+            t for m in raws for t in _machine_times(m)
+        ]
+        if not candidates:
+            raise RecordingError(
+                "payload: no event timestamp, updated_at or created_at to date the look; "
+                "give its time (--at-ms)"
+            )
+        at_ms = max(candidates)
+    if publish_started_ms is None:
+        publishes = [e.timestamp for e in events if e.type in PUBLISH_EVENT_TYPES]
+        publish_started_ms = max(publishes, default=at_ms)
+    if publish_started_ms > at_ms:
+        raise RecordingError(
+            f"payload: the publish ({publish_started_ms}) is later than the look ({at_ms}); "
+            "a look cannot precede its publish"
+        )
+    machines = tuple(
+        MachineSnapshot(m.id, m.state, m.image, m.events, at_ms, m.restart_counter)
+        if "at_ms" not in raw
+        else m
+        for m, raw in zip(provisional, raws, strict=True)
+    )
+    return Recording(publish_started_ms, (Look(at_ms, machines),), None)
 
 
 # --- replay --------------------------------------------------------------------------

@@ -108,7 +108,7 @@ def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], se
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
-    recordings = load_recordings(args.recording)
+    recordings = load_recordings(args.recording, args.at_ms, args.publish_ms)
     rows = replay_all(recordings, checkcmd.with_commands(args.check, args), _options(args.check_opt))
     if args.json:
         print(json.dumps({"recording": args.recording, "results": rows}, separators=(",", ":")))
@@ -192,7 +192,19 @@ def build_parser() -> argparse.ArgumentParser:
         "checks and print their verdicts. Each wait a check asks for is served by the next "
         "recorded look at or after the time it is due; unknown fields are ignored.",
     )
-    rep.add_argument("recording", help="a .jsonl file, one look per line")
+    rep.add_argument(
+        "recording",
+        help="a .jsonl file, one look per line, or a raw API payload (a machine, an array of "
+        "machines, or {\"machines\": [...]}) replayed as one look",
+    )
+    rep.add_argument(
+        "--at-ms", type=int, metavar="MS",
+        help="raw payload only: the look's time (default: its newest event timestamp)",
+    )
+    rep.add_argument(
+        "--publish-ms", type=int, metavar="MS",
+        help="raw payload only: when the publish began (default: its newest launch/update event)",
+    )
     rep.add_argument(
         "--check", action="append", default=[], metavar="NAME",
         help="a built-in check or package.module:name (default: all built-ins; a run "

@@ -1,7 +1,15 @@
-"""Recording a run's looks as Fly Machines API JSON, and replaying recordings to checks."""
+"""Recording a run's looks as Fly Machines API JSON, and replaying recordings to checks.
+
+``load_recordings`` reads either a JSON Lines recording or a raw API payload (one machine,
+an array of machines, or ``{"machines": [...]}`` as ``GET /v1/apps/{app}/machines[/{id}]``
+or ``fly machine status --json`` / ``fly m list --json`` print it). A payload is ONE look,
+taken at the newest event timestamp (``--at-ms`` overrides), for a publish that began at the
+newest ``launch``/``update`` event (``--publish-ms`` overrides); see ``checks.flyjson``.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -9,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from checks import Look, Verdict
-from checks.flyjson import Recording, RecordingError, look_to_json, read_recordings, replay
+from checks.flyjson import (
+    Recording,
+    RecordingError,
+    is_recording_line,
+    look_to_json,
+    payload_recording,
+    read_recordings,
+    replay,
+)
 from sim.loader import load_checks
 from sim.publish.world import RunResult
 from sim.scenario import BadInput
@@ -43,13 +59,30 @@ class Recorder:
         os.replace(temp, target)
 
 
-def load_recordings(path: str) -> list[Recording]:
-    """Read a recording file, turning any problem into one line of bad input."""
+def load_recordings(
+    path: str, at_ms: int | None = None, publish_ms: int | None = None
+) -> list[Recording]:
+    """Read a recording or a raw payload file, turning any problem into one line of bad input."""
     try:
         with open(path, encoding="utf-8") as handle:
-            recordings = read_recordings(handle)
+            text = handle.read()
     except OSError as error:
         raise BadInput(f"{path}: cannot read recording ({error.strerror})") from None
+    except ValueError as error:  # bytes that are not UTF-8
+        raise BadInput(f"{path}: not a recording ({error})") from None
+    try:
+        whole: object = json.loads(text)
+    except ValueError:
+        whole = None  # several JSON Lines (or not JSON at all): read line by line below
+    payload = whole is not None and not is_recording_line(whole)
+    if not payload and (at_ms is not None or publish_ms is not None):
+        option = "--at-ms" if at_ms is not None else "--publish-ms"
+        raise BadInput(f"{option}: only for a raw payload file; a recording carries its own times")
+    try:
+        if payload:
+            recordings = [payload_recording(whole, at_ms, publish_ms)]
+        else:
+            recordings = read_recordings(text.splitlines())
     except RecordingError as error:
         raise BadInput(f"{path}: {error}") from None
     except ValueError as error:  # JSON that is not JSON

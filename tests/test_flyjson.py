@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,12 +27,14 @@ from checks.flyjson import (
     RecordingError,
     dump_recording,
     event_to_api,
+    format_rfc3339_ms,
     image_name,
     image_ref,
     look_to_json,
     machine_from_api,
     machine_to_api,
     parse_line,
+    parse_rfc3339_ms,
     read_recording,
     read_recordings,
     replay,
@@ -157,51 +160,12 @@ def test_a_recording_round_trips_through_json_lines(w: World) -> None:
 
 # --- the public API documentation's shape --------------------------------------------
 
-#: The machine of Fly's "Get a Machine" example response, hand-written in its shape:
-#: fields this module does not read (name, region, config, ...) are kept to show they are
-#: ignored; timestamps, exit code 127 and the launch/start/update/exit events are its own.
-DOCS_MACHINE: dict[str, Any] = {
-    "id": "0e286e40cee686",
-    "name": "quirky-machine",
-    "state": "stopped",
-    "region": "cdg",
-    "instance_id": "01G3H6ZRCJVXNA0B2S87HYXDV8",
-    "private_ip": "fdaa:0:3ec2:a7b:5b66:e6c:54e7:2",
-    "config": {"image": "flyio/fastify-functions", "restart": {"policy": ""}},
-    "image_ref": {
-        "registry": "registry-1.docker.io",
-        "repository": "flyio/fastify-functions",
-        "tag": "latest",
-        "digest": "sha256:e15c11a07e1abbc50e252ac392a908140b199190ab08963b3b5dffc2e813d1e8",
-        "labels": {},
-    },
-    "created_at": "2022-05-20T17:07:04Z",
-    "events": [
-        {
-            "type": "exit",
-            "status": "stopped",
-            "request": {
-                "exit_event": {
-                    "exit_code": 127,
-                    "exited_at": 1653066428869,
-                    "guest_exit_code": 0,
-                    "guest_signal": -1,
-                    "oom_killed": False,
-                    "requested_stop": False,
-                    "restarting": False,
-                    "signal": -1,
-                },
-                "restart_count": 0,
-            },
-            "source": "flyd",
-            "timestamp": 1653066430241,
-        },
-        {"type": "update", "status": "replacing", "source": "user", "timestamp": 1653066429039},
-        {"type": "start", "status": "started", "source": "flyd", "timestamp": 1653066426806},
-        {"type": "launch", "status": "created", "source": "user", "timestamp": 1653066424744},
-    ],
-}
-DOCS_PUBLISH_MS = 1653066429039  # the update is the publish
+DATA = Path(__file__).resolve().parent / "data" / "fly"
+
+#: Fly's own "Get a Machine" example response (superfly/docs ``reference/machines/_get.erb``,
+#: see tests/data/fly/SOURCES.md), read from the committed file, not written by hand.
+DOCS_MACHINE: dict[str, Any] = json.loads((DATA / "docs-get-exit-127.json").read_text())
+DOCS_PUBLISH_MS = 1653047897200  # its update/replacing event is the publish
 
 
 def docs_recording() -> list[str]:
@@ -210,7 +174,7 @@ def docs_recording() -> list[str]:
     return [
         json.dumps(
             {
-                "at_ms": 1653066429100,
+                "at_ms": DOCS_PUBLISH_MS + 100,
                 "publish_started_ms": DOCS_PUBLISH_MS,
                 "machines": [before_exit],
                 "note": "unknown fields are ignored",
@@ -218,7 +182,7 @@ def docs_recording() -> list[str]:
         ),
         json.dumps(
             {
-                "at_ms": 1653066431000,
+                "at_ms": DOCS_PUBLISH_MS + 3_000,
                 "publish_started_ms": DOCS_PUBLISH_MS,
                 "machines": [DOCS_MACHINE],
             }
@@ -231,6 +195,7 @@ def test_the_docs_machine_reads_as_stopped_after_exit_127() -> None:
     recording = read_recording(docs_recording())
     machine = recording.looks[-1].machines[0]
     assert machine.state == "stopped"
+    assert machine.id == "d5683210c7968e"
     assert machine.image == (
         "registry-1.docker.io/flyio/fastify-functions:latest@sha256:"
         "e15c11a07e1abbc50e252ac392a908140b199190ab08963b3b5dffc2e813d1e8"
@@ -263,6 +228,136 @@ def test_replay_ends_without_a_verdict_when_the_recording_runs_out() -> None:
     assert len(fed) == 2
 
 
+# --- every shape Fly returns ---------------------------------------------------------
+
+
+def machine_with(*events: dict[str, Any], **fields: Any) -> MachineSnapshot:
+    """A machine object with these raw events (and fields), read at time 0."""
+    return machine_from_api({"id": "m", "state": "started", "events": list(events), **fields}, 0)
+
+
+def test_a_machine_without_an_events_key_has_no_events() -> None:
+    """fly-go drops an empty event list (omitempty): no ``events`` key reads as none."""
+    assert machine_from_api({"id": "m", "state": "starting"}, 0).events == ()
+    assert machine_from_api({"id": "m", "state": "starting", "events": None}, 0).events == ()
+
+
+def test_exit_details_under_monitor_event_are_read() -> None:
+    """An exit under request.MonitorEvent.exit_event reads like one under request.exit_event."""
+    nested = {"exit_code": 3, "oom_killed": True, "restarting": True, "exited_at": 5}
+    monitor = machine_with(
+        {"type": "exit", "status": "stopped", "timestamp": 9,
+         "request": {"MonitorEvent": {"exit_event": nested}, "restart_count": 2}}
+    ).events[0]
+    flat = machine_with(
+        {"type": "exit", "status": "stopped", "timestamp": 9,
+         "request": {"exit_event": nested, "restart_count": 2}}
+    ).events[0]
+    assert monitor == flat == Event(
+        "exit", "stopped", 9, "flyd", exit_code=3, oom_killed=True, restarting=True,
+        restart_count=2,
+    )
+
+
+def test_monitor_event_wins_over_exit_event_as_in_fly_go() -> None:
+    """With both present the MonitorEvent details are used (fly-go MachineRequest.GetExitCode)."""
+    event = machine_with(
+        {"type": "exit", "status": "stopped", "timestamp": 9,
+         "request": {"exit_event": {"exit_code": 1},
+                     "MonitorEvent": {"exit_event": {"exit_code": 2}}}}
+    ).events[0]
+    assert event.exit_code == 2
+
+
+def test_an_exit_without_details_is_kept_with_an_unknown_code() -> None:
+    """An exit with no request (or an empty one) is kept; its code is unknown, so no crash."""
+    for request in ({}, {"request": {}}, {"request": {"restart_count": 4}}):
+        event = machine_with({"type": "exit", "status": "stopped", "timestamp": 9, **request})
+        assert event.events[0].exit_code is None
+        assert not event.events[0].is_crash
+
+
+def test_events_without_request_status_or_type_are_kept_with_defaults() -> None:
+    """fly-go marks type, status, source and request omitempty: missing ones read as empty."""
+    machine = machine_with(
+        {"type": "start", "timestamp": 3},
+        {"status": "started", "timestamp": 2, "request": {}},
+        {"timestamp": 1, "source": "proxy"},
+    )
+    assert machine.events == (
+        Event("start", "", 3, "flyd"),
+        Event("", "started", 2, "flyd"),
+        Event("", "", 1, "proxy"),
+    )
+
+
+def test_unknown_fields_are_ignored_everywhere() -> None:
+    """Fields this module does not read, at any level, change nothing."""
+    plain = machine_with({"type": "exit", "status": "stopped", "timestamp": 9,
+                          "request": {"exit_event": {"exit_code": 1}}})
+    noisy = machine_with(
+        {"id": "01GJ", "type": "exit", "status": "stopped", "timestamp": 9, "extra": [1],
+         "request": {"exit_event": {"exit_code": 1, "guest_signal": -1, "new": {}},
+                     "other": True}},
+        host_status="ok", checks=[{"name": "x"}], incomplete_config=None,
+    )
+    assert noisy == plain
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [
+        # 2022-11-22T21:17:51Z is 1669151871 s since the epoch (date -u -d @1669151871).
+        ("2022-11-22T21:17:51.924Z", 1_669_151_871_924),
+        ("2022-11-22T21:17:51Z", 1_669_151_871_000),
+        ("2022-11-22T21:17:51.9Z", 1_669_151_871_900),
+        ("2022-11-22T21:17:51.924999999Z", 1_669_151_871_924),  # Go's nanoseconds, cut to ms
+        ("2022-11-22t21:17:51.924z", 1_669_151_871_924),
+        ("2022-11-22T22:17:51.924+01:00", 1_669_151_871_924),
+        ("2022-11-22T16:47:51.924-04:30", 1_669_151_871_924),
+        ("1970-01-01T00:00:00Z", 0),
+    ],
+)
+def test_rfc3339_times_parse_to_epoch_ms(text: str, ms: int) -> None:
+    """RFC3339 with any fractional precision and Z or an offset parses to integer ms."""
+    assert parse_rfc3339_ms(text) == ms
+
+
+@pytest.mark.parametrize(
+    "text", ["2022-11-22 21:17:51Z", "2022-11-22T21:17:51", "2022-13-01T00:00:00Z",
+             "2022-11-22T21:17:51+24:00", "1669151871924", ""],
+)
+def test_text_that_is_not_rfc3339_does_not_parse(text: str) -> None:
+    """A time without a zone, with a bad field or with no date is not RFC3339."""
+    assert parse_rfc3339_ms(text) is None
+
+
+def test_exited_at_is_read_as_integer_or_rfc3339() -> None:
+    """Old recordings (integer ms) and fly-go's RFC3339 string both read."""
+    for exited_at in (1_669_151_871_924, "2022-11-22T21:17:51.924Z"):
+        event = machine_with(
+            {"type": "exit", "status": "stopped", "timestamp": 9,
+             "request": {"exit_event": {"exit_code": 1, "exited_at": exited_at}}}
+        ).events[0]
+        assert event.exit_code == 1
+
+
+@given(ms=st.integers(0, 253_402_300_799_999))
+def test_rfc3339_written_reads_back_to_the_same_ms(ms: int) -> None:
+    """Every time the writer can write in RFC3339 parses back to the same ms."""
+    text = format_rfc3339_ms(ms)
+    assert text.endswith("Z")
+    assert len(text.split(".")[1]) == 4  # three digits of ms, then Z
+    assert parse_rfc3339_ms(text) == ms
+
+
+def test_an_exit_is_written_with_an_rfc3339_exited_at_fly_go_can_read() -> None:
+    """Written exits carry exited_at as UTC RFC3339 with ms, the shape of Go's time.Time."""
+    event = Event("exit", "stopped", 1_669_151_871_924, exit_code=1)
+    written = event_to_api(event)["request"]["exit_event"]["exited_at"]
+    assert written == "2022-11-22T21:17:51.924Z"
+
+
 # --- errors --------------------------------------------------------------------------
 
 
@@ -277,12 +372,12 @@ def mutated(change: str) -> str:
         del obj["machines"]
     elif change == "id":
         del machine["id"]
-    elif change == "events":
-        del machine["events"]
+    elif change == "exited_at":
+        exit_event["request"]["exit_event"]["exited_at"] = "20 May 2022"
+    elif change == "monitor":
+        exit_event["request"]["MonitorEvent"] = []
     elif change == "timestamp":
         del machine["events"][2]["timestamp"]
-    elif change == "exit_event":
-        del exit_event["request"]["exit_event"]
     elif change == "timestamp-type":
         exit_event["timestamp"] = "2022-05-20T17:07:10Z"
     elif change == "restarting-type":
@@ -296,9 +391,16 @@ def mutated(change: str) -> str:
         ("at_ms", "line 2: field 'at_ms' is missing"),
         ("machines", "line 2: field 'machines' is missing"),
         ("id", "line 2: field 'machines[0].id' is missing"),
-        ("events", "line 2: field 'machines[0].events' is missing"),
+        (
+            "exited_at",
+            "line 2: field 'machines[0].events[0].request.exit_event.exited_at' must be an "
+            'RFC3339 time, got "20 May 2022"',
+        ),
+        (
+            "monitor",
+            "line 2: field 'machines[0].events[0].request.MonitorEvent' must be an object, got []",
+        ),
         ("timestamp", "line 2: field 'machines[0].events[2].timestamp' is missing"),
-        ("exit_event", "line 2: field 'machines[0].events[0].request.exit_event' is missing"),
         (
             "timestamp-type",
             "line 2: field 'machines[0].events[0].timestamp' must be an integer, "
@@ -346,7 +448,7 @@ def test_a_run_must_keep_one_publish_time_and_go_forward() -> None:
     moved["publish_started_ms"] += 1
     with pytest.raises(RecordingError, match=r"^line 2: field 'publish_started_ms'"):
         read_recordings([first, json.dumps(moved)])
-    with pytest.raises(RecordingError, match=r"^line 2: field 'at_ms' is 1653066429100"):
+    with pytest.raises(RecordingError, match=rf"^line 2: field 'at_ms' is {DOCS_PUBLISH_MS + 100}"):
         read_recordings([second, first])
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from checks.flyjson import dump_recording, parse_rfc3339_ms, read_recordings
 from sim import scenario
 from sim.cli import main
 
@@ -85,3 +87,26 @@ def test_check_opt_for_an_unknown_option_is_bad_input(capsys):
     check = str(ROOT / "scenarios" / "user_check.py") + ":AnyCrashCheck"
     assert main(["compare", "sept25-crash-loop", "--check", check, "--check-opt", "nope=1"]) == 2
     assert "cannot build it" in capsys.readouterr().err
+
+
+def test_a_simulator_recording_writes_rfc3339_exited_at_and_reads_back_equal(tmp_path, capsys):
+    """Recorded exits carry exited_at as UTC RFC3339 (ms) equal to their timestamp; the file
+    reads back to the same looks it was written from."""
+    looks = tmp_path / "looks.jsonl"
+    main(["compare", "sept25-crash-loop", "--check", "timestamp", "--record", str(looks)])
+    capsys.readouterr()
+    text = looks.read_text()
+    exits = [
+        event
+        for line in text.splitlines()
+        for machine in json.loads(line)["machines"]
+        for event in machine["events"]
+        if event["type"] == "exit"
+    ]
+    assert exits
+    for event in exits:
+        exited_at = event["request"]["exit_event"]["exited_at"]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", exited_at)
+        assert parse_rfc3339_ms(exited_at) == event["timestamp"]
+    recordings = read_recordings(text.splitlines())
+    assert dump_recording(recordings[0]) == text
