@@ -78,10 +78,16 @@ Axis = list[Scalar] | RangeAxis | RandomAxis
 
 
 class HeatmapTable(_Table):
-    """``[heatmap]``: which two axes the miss-region heatmap puts on x and y."""
+    """``[heatmap]``: which axes the miss-region heatmap puts on x and y (and on facets).
+
+    With ``columns`` and ``rows`` too, each check gets a grid of small maps, one per
+    (column, row) value pair: a map of the space over four axes, the rest pooled.
+    """
 
     x: str
     y: str
+    columns: str | None = None
+    rows: str | None = None
 
 
 class SweepFile(_Table):
@@ -117,7 +123,8 @@ class Sweep:
     checks: tuple[str, ...]
     seeds: tuple[int, ...]
     axes: tuple[tuple[str, tuple[Scalar, ...]], ...]
-    heatmap: tuple[str, str] | None = None
+    #: (x, y) or (x, y, columns, rows): the axes the heatmap draws.
+    heatmap: tuple[str, ...] | None = None
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -209,10 +216,16 @@ def from_spec(spec: SweepFile, sweep_dir: Path, default_name: str = "sweep") -> 
         seeds = tuple(spec.seeds)
     heatmap = None
     if spec.heatmap is not None:
-        for key in (spec.heatmap.x, spec.heatmap.y):
+        table = spec.heatmap
+        if (table.columns is None) != (table.rows is None):
+            raise BadInput("heatmap: give both columns and rows, or neither")
+        keys = [table.x, table.y]
+        if table.columns is not None and table.rows is not None:
+            keys += [table.columns, table.rows]
+        for key in keys:
             if key not in spec.axes:
                 raise BadInput(f"heatmap: {key!r} is not one of the axes")
-        heatmap = (spec.heatmap.x, spec.heatmap.y)
+        heatmap = tuple(keys)
     return Sweep(
         spec.name or default_name, scenario_name, base, tuple(check_names), seeds, tuple(axes),
         heatmap,

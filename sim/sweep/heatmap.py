@@ -82,7 +82,28 @@ def heatmap(
 
 
 def save_heatmap(rows: Sequence[Row], sweep: Sweep, path: Path) -> None:
-    """Draw the sweep's heatmap (its [heatmap] axes, else its first two) to ``path``."""
+    """Draw the sweep's heatmap (its [heatmap] axes, else its first two) to ``path``.
+
+    With four [heatmap] axes (x, y, columns, rows), one grid figure per check instead
+    (``sim.sweep.facets``), the base scenario's point outlined.
+    """
+    if sweep.heatmap is not None and len(sweep.heatmap) == 4:
+        from sim.sweep.facets import save_facet_maps  # noqa: PLC0415
+
+        keys = (sweep.heatmap[0], sweep.heatmap[1], sweep.heatmap[2], sweep.heatmap[3])
+        mark = {key: _base_value(sweep.base, key) for key in keys}
+        save_facet_maps(rows, list(sweep.checks), dict(sweep.axes), keys, mark, path, sweep.name)
+        return
     x, y = sweep.heatmap or (sweep.keys[0], sweep.keys[1])
     figure = heatmap(rows, x, y, list(sweep.checks), title=f"{sweep.name}: where checks miss")
     figure.savefig(path, dpi=110)
+
+
+def _base_value(base: dict[str, Any], key: str) -> Any:
+    """The base scenario's value of ``table.field`` (its default when the file omits it)."""
+    from sim.scenario import validate  # noqa: PLC0415
+
+    scenario = validate(base, "base")
+    table, _, name = key.rpartition(".")
+    holder: Any = getattr(scenario, table) if table else scenario
+    return getattr(holder, name)

@@ -1,0 +1,113 @@
+"""A map of a sweep over four axes: a grid of small miss-rate maps, one figure per check.
+
+Columns and rows of the grid are two axes (e.g. the event profile and the event cap);
+inside each cell, x and y are two more (e.g. restart delay and boot time), drawn as
+categories so uneven values (0.1, 0.3, 1, 3, 10) read evenly. Other axes and seeds are
+pooled into each square. The base scenario's own point is outlined, so a reader sees
+where the shipped world sits in the space of what nobody knows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+Row = Mapping[str, Any]
+
+
+def _key(value: Any) -> str:
+    """One spelling for a value read from a sweep (number) or from its CSV (text)."""
+    try:
+        return f"{float(value):g}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _values(axis: Sequence[Any]) -> list[str]:
+    return list(dict.fromkeys(_key(v) for v in axis))
+
+
+def miss_rates(
+    rows: Sequence[Row], check: str, keys: tuple[str, str, str, str]
+) -> dict[tuple[str, str, str, str], tuple[int, int]]:
+    """(missed, bad) per (x, y, column, row) cell for one check; other axes pooled."""
+    cells: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for row in rows:
+        if row["check"] != check or row["outcome"] not in ("caught", "missed"):
+            continue
+        cell = cells[tuple(_key(row[k]) for k in keys)]  # type: ignore[index]
+        cell[0] += row["outcome"] == "missed"
+        cell[1] += 1
+    return {k: (v[0], v[1]) for k, v in cells.items()}
+
+
+def facet_map(
+    rows: Sequence[Row],
+    check: str,
+    axes: Mapping[str, Sequence[Any]],
+    keys: tuple[str, str, str, str],
+    mark: Mapping[str, Any] | None = None,
+    title: str | None = None,
+) -> Figure:
+    """The grid of miss-rate maps of ``check``; ``mark`` outlines one point (the shipped one)."""
+    x, y, col, row = keys
+    xs, ys, cols, lines = (_values(axes[k]) for k in keys)
+    rates = miss_rates(rows, check, keys)
+    figure = Figure(figsize=(1.1 + 2.0 * len(cols), 0.9 + 1.8 * len(lines)), layout="constrained")
+    panels = figure.subplots(len(lines), len(cols), sharex=True, sharey=True, squeeze=False)
+    marked = {k: _key(v) for k, v in (mark or {}).items()}
+    mesh = None
+    for i, line in enumerate(lines):
+        for j, column in enumerate(cols):
+            grid = np.full((len(ys), len(xs)), np.nan)
+            for a, xv in enumerate(xs):
+                for b, yv in enumerate(ys):
+                    missed, bad = rates.get((xv, yv, column, line), (0, 0))
+                    if bad:
+                        grid[b, a] = missed / bad
+            panel = panels[i][j]
+            panel.set_facecolor("#d9d9d9")  # grey: no bad world in the square
+            mesh = panel.pcolormesh(grid, cmap="magma_r", vmin=0, vmax=1)
+            if marked.get(col) == column and marked.get(row) == line and \
+                    marked.get(x) in xs and marked.get(y) in ys:
+                at = (xs.index(marked[x]), ys.index(marked[y]))
+                panel.add_patch(Rectangle(at, 1, 1, fill=False, edgecolor="#00a0ff", linewidth=2.5))
+            if i == 0:
+                panel.set_title(f"{column}", fontsize=9)
+            if j == 0:
+                panel.set_ylabel(f"{row.split('.')[-1]} = {line}\n{y.split('.')[-1]}", fontsize=8)
+            if i == len(lines) - 1:
+                panel.set_xlabel(x.split(".")[-1], fontsize=8)
+            panel.set_xticks(np.arange(len(xs)) + 0.5, xs, fontsize=7)
+            panel.set_yticks(np.arange(len(ys)) + 0.5, ys, fontsize=7)
+    if mesh is not None:
+        figure.colorbar(mesh, ax=panels.ravel().tolist(), shrink=0.6,
+                        label=f"{check}: miss rate (bad releases marked live)")
+    figure.suptitle(title or f"{check}: where it misses", fontsize=11)
+    return figure
+
+
+def save_facet_maps(
+    rows: Sequence[Row],
+    checks: Sequence[str],
+    axes: Mapping[str, Sequence[Any]],
+    keys: tuple[str, str, str, str],
+    mark: Mapping[str, Any],
+    path: Path,
+    name: str,
+) -> list[Path]:
+    """One figure per check, ``path`` with ``-CHECK`` before its suffix; the paths written."""
+    written = []
+    for check in checks:
+        out = path.with_name(f"{path.stem}-{check}{path.suffix}")
+        title = (f"{name}: where {check} misses (outlined: the shipped scenario's values; "
+                 "other axes pooled)")
+        facet_map(rows, check, axes, keys, mark, title).savefig(out, dpi=90)
+        written.append(out)
+    return written
