@@ -90,7 +90,8 @@ class CircuitBreakerCheck:
 
     Blind spots: with one or two machines the threshold is 3; with the reset on, a crash
     loop whose runs last longer than ``healthy_after_s`` resets the count at every run and
-    never trips, and passes if it happens to read healthy everywhere at one look.
+    never trips, and passes if it happens to read healthy everywhere at one look. A
+    machine the platform gave up on fails at once: nothing would ever complete it.
     """
 
     threshold: int | None = None
@@ -140,6 +141,19 @@ class CircuitBreakerCheck:
             counted.append(machine_id)
             if count >= threshold:
                 return self._tripped(counted, threshold, len(latest.machines))
+        for machine in latest.machines:
+            if machine.gave_up:
+                # ECS would replace the stopped task; here nothing will restart it, so the
+                # deployment can never complete (assumed: fail now rather than stall).
+                return Verdict(
+                    False,
+                    f"machine {machine.id} was given up on by the platform "
+                    f"({describe(machine, publish_started_ms)}) with {count} failed task(s) "
+                    f"counted (threshold {threshold}): nothing will restart it, so the "
+                    "deployment cannot complete",
+                    machine.id,
+                    layer="gave-up",
+                )
         waiting = [m for m in latest.machines if not self._healthy(m, publish_started_ms)]
         if not waiting:
             return Verdict(
