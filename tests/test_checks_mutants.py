@@ -36,7 +36,9 @@ def test_flyctl_uptime_must_exceed_ten_seconds_not_equal_it() -> None:
     assert isinstance(check.next(T0, at_ten), Wait)
     just_over = [Look(T0 + 11_001, (snap("m1", T0 + 11_001, "started", start, LAUNCH),))]
     verdict = check.next(T0, just_over)
-    assert isinstance(verdict, Verdict) and verdict.ok and verdict.layer == "uptime"
+    assert isinstance(verdict, Verdict)
+    assert verdict.ok
+    assert verdict.layer == "uptime"
 
 
 def test_flyctl_fresh_machine_does_not_pass_on_its_first_read() -> None:
@@ -66,7 +68,9 @@ def test_flyctl_skips_a_machine_asleep_at_the_publish() -> None:
     crash = Event("exit", "stopped", T0 - 5, exit_code=1, restarting=True, restart_count=5)
     look = Look(T0, (snap("m1", T0, "stopped", crash),))
     verdict = FlyctlSmokeCheck().next(T0, [look])
-    assert isinstance(verdict, Verdict) and verdict.ok and verdict.layer == "skipped"
+    assert isinstance(verdict, Verdict)
+    assert verdict.ok
+    assert verdict.layer == "skipped"
 
 
 def test_flyctl_wait_times_out_after_five_minutes() -> None:
@@ -80,7 +84,9 @@ def test_flyctl_wait_times_out_after_five_minutes() -> None:
         Look(T0 + 300_000, (snap("m1", T0 + 300_000, "starting", update),)),
     ]
     verdict = check.next(T0, at)
-    assert isinstance(verdict, Verdict) and not verdict.ok and verdict.layer == "wait-timeout"
+    assert isinstance(verdict, Verdict)
+    assert not verdict.ok
+    assert verdict.layer == "wait-timeout"
 
 
 def test_flyctl_gave_up_machine_passes_at_the_window_end() -> None:
@@ -93,7 +99,9 @@ def test_flyctl_gave_up_machine_passes_at_the_window_end() -> None:
     check = FlyctlSmokeCheck()
     assert isinstance(check.next(T0, [first, opened]), Wait)
     verdict = check.next(T0, [first, opened, ended])
-    assert isinstance(verdict, Verdict) and verdict.ok and verdict.layer == "window-ran-out"
+    assert isinstance(verdict, Verdict)
+    assert verdict.ok
+    assert verdict.layer == "window-ran-out"
     assert "gave up" in verdict.reason
     assert FlyctlSmokeCheck.rolls_back is False
 
@@ -120,7 +128,9 @@ def test_every_check_fails_when_a_machine_vanishes() -> None:
     both = Look(T0, (snap("m1", T0, "started", start), snap("m2", T0, "started", start)))
     one = Look(T0 + 1_000, (snap("m1", T0 + 1_000, "started", start),))
     verdict = lost_machines("x", [both, one])
-    assert verdict is not None and verdict.machine == "m2" and not verdict.ok
+    assert verdict is not None
+    assert verdict.machine == "m2"
+    assert not verdict.ok
     assert lost_machines("x", [both, both]) is None
     assert lost_machines("x", []) is None
 
@@ -137,7 +147,8 @@ def test_min_healthy_does_not_judge_a_machine_the_publish_left_alone() -> None:
         for k in range(12)
     ]
     verdict = MinHealthyTimeCheck().next(T0, looks)
-    assert isinstance(verdict, Verdict) and verdict.ok
+    assert isinstance(verdict, Verdict)
+    assert verdict.ok
     assert "1 of 2 machine(s) judged" in verdict.reason
 
 
@@ -146,7 +157,8 @@ def test_min_healthy_nomad_fails_a_given_up_machine_at_once() -> None:
     crash = Event("exit", "stopped", T0 + 900, exit_code=1, restarting=False, restart_count=3)
     look = Look(T0 + 1_000, (snap("m1", T0 + 1_000, "stopped", crash),))
     verdict = MinHealthyTimeCheck().next(T0, [look])
-    assert isinstance(verdict, Verdict) and verdict.layer == "task-failed"
+    assert isinstance(verdict, Verdict)
+    assert verdict.layer == "task-failed"
     assert isinstance(MinHealthyTimeCheck(rule="kubernetes").next(T0, [look]), Wait)
 
 
@@ -156,7 +168,8 @@ def test_min_healthy_kubernetes_deadline_runs_from_the_last_progress() -> None:
     check = MinHealthyTimeCheck(rule="kubernetes", progress_deadline_s=10)
     stuck = [Look(T0 + k * 1_000, (snap("m1", T0 + k * 1_000, "starting", update),)) for k in range(11)]
     verdict = check.next(T0, stuck)
-    assert isinstance(verdict, Verdict) and verdict.layer == "progress-deadline"
+    assert isinstance(verdict, Verdict)
+    assert verdict.layer == "progress-deadline"
     assert isinstance(check.next(T0, stuck[:10]), Wait)
     start = Event("start", "started", T0 + 5_000)
     ready_at_5 = stuck[:5] + [
@@ -178,7 +191,8 @@ def test_min_healthy_kubernetes_deadline_runs_from_the_last_progress() -> None:
     ready_at_5.insert(5, Look(T0 + 5_000, (snap("m1", T0 + 5_000, "started", start, update),)))
     assert isinstance(check.next(T0, ready_at_5[:15]), Wait)
     verdict = check.next(T0, ready_at_5)
-    assert isinstance(verdict, Verdict) and verdict.layer == "progress-deadline"
+    assert isinstance(verdict, Verdict)
+    assert verdict.layer == "progress-deadline"
 
 
 def test_breaker_resets_its_count_when_a_task_turns_healthy() -> None:
@@ -195,8 +209,10 @@ def test_breaker_resets_its_count_when_a_task_turns_healthy() -> None:
     ]
     assert isinstance(CircuitBreakerCheck().next(T0, looks), Wait)
     cumulative = CircuitBreakerCheck(reset_on_healthy_task=False).next(T0, looks)
-    assert isinstance(cumulative, Verdict) and cumulative.layer == "circuit-breaker"
-    assert not cumulative.ok and "3 failed task(s) reached the threshold of 3" in cumulative.reason
+    assert isinstance(cumulative, Verdict)
+    assert cumulative.layer == "circuit-breaker"
+    assert not cumulative.ok
+    assert "3 failed task(s) reached the threshold of 3" in cumulative.reason
 
 
 def test_breaker_passes_only_once_the_deployment_completed() -> None:
@@ -207,5 +223,7 @@ def test_breaker_passes_only_once_the_deployment_completed() -> None:
     assert isinstance(check.next(T0, early), Wait)
     done = [Look(T0 + 31_000, (snap("m1", T0 + 31_000, "started", start),))]
     verdict = check.next(T0, done)
-    assert isinstance(verdict, Verdict) and verdict.ok and verdict.layer == "completed"
+    assert isinstance(verdict, Verdict)
+    assert verdict.ok
+    assert verdict.layer == "completed"
     assert CircuitBreakerCheck(rollback=False).rolls_back is False
