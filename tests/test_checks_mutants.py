@@ -119,7 +119,8 @@ def test_every_check_fails_a_look_with_no_machines() -> None:
     ):
         verdict = check.next(T0, empty)
         assert isinstance(verdict, Verdict), check.name
-        assert not verdict.ok and verdict.layer == "no-machines", check.name
+        assert not verdict.ok, check.name
+        assert verdict.layer == "no-machines", check.name
 
 
 def test_every_check_fails_when_a_machine_vanishes() -> None:
