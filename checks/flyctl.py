@@ -1,28 +1,40 @@
-"""Fly's ``flyctl deploy`` smoke check, as its source publishes it."""
+"""Fly's ``flyctl deploy`` smoke check, as its source runs it, one machine at a time."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
-from checks.model import Event, Look, MachineSnapshot, Verdict
+from checks.failsafe import lost_machines
+from checks.model import Event, Look, MachineSnapshot, Verdict, Wait
 from checks.protocol import Step
 from checks.reasons import describe, since
-from checks.started import await_started, wait_at_least
+from checks.started import wait_at_least
 
 #: flyctl's error text when the smoke check fails, verbatim.
 CRASHING = "the app appears to be crashing"
 
+#: The source this port follows (superfly/flyctl at this commit; fly-go for the machine type).
+FLYCTL_COMMIT = "ad0172face303b77584eea95b46fa3ddc61d5ddd"
+FLY_GO_COMMIT = "22d6e518f42d50a81b4485da918741563354b3d3"
+
+#: States in which flyctl leaves a machine as it is (``shouldSkipLaunch``): the pre-deploy
+#: state is neither started, starting nor failed. Only the two a machine can be in when a
+#: publish finds it asleep are modelled.
+ASLEEP = ("stopped", "suspended")
+
 
 def most_recent_start_after_launch(events: Sequence[Event]) -> int | None:
-    """flyctl's ``Machine.MostRecentStartTimeAfterLaunch``: a start time, or None for its errors.
+    """fly-go's ``Machine.MostRecentStartTimeAfterLaunch``: a start time, or None for its errors.
 
-    A line-for-line port, quirks kept: the scan over the newest-first list overwrites the
-    start and exit indexes on every match until both a start and a launch have been seen,
-    so it ends on the *oldest* start and exit newer than the newest launch. It errors (None
-    here) when no start is visible, when no launch is visible or none precedes a start, and
-    when any exit follows the launch in the list. Once the capped list has lost the
-    ``launch`` event, or a machine has exited once since it, there is no uptime at all.
+    A line-for-line port (superfly/fly-go ``machine_types.go``), quirks kept: the scan over
+    the newest-first list overwrites the start and exit indexes on every match until both
+    a start and a launch have been seen, so it ends on the *oldest* start and exit newer
+    than the newest launch. It errors (None here) when no start is visible, when no launch
+    is visible or none precedes a start, and when any exit follows the launch in the list.
+    Once the capped list has lost the ``launch`` event, or a machine has exited once since
+    it, there is no uptime at all.
     """
     first_start = first_launch = first_exit = -1
     for i, event in enumerate(events):
@@ -55,75 +67,141 @@ def is_constantly_restarting(machine: MachineSnapshot) -> bool:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """How flyctl's per-machine steps ended for one machine, at which look and why."""
+
+    passed: bool
+    layer: str
+    machine: MachineSnapshot
+
+
 @dataclass(frozen=True)
 class FlyctlSmokeCheck:
-    """Fly's deploy smoke check: poll for up to 10 s; fail only on "constantly restarting".
+    """flyctl's rolling deploy, per machine: wait for a settled state, then a 10 s smoke check.
 
-    Modelled on superfly/flyctl ``internal/machine/leasable_machine.go``
-    (``WaitForSmokeChecksToPass`` and ``isConstantlyRestarting``) and the machine type's
-    ``MostRecentStartTimeAfterLaunch`` (flyctl ``api/machine_types.go``, since moved to
-    superfly/fly-go ``machine_types.go``). flyctl first waits for the machine to reach
-    ``started``, then, within a 10 s context, reads the machine with a backoff (500 ms
-    doubling to 2 s) and per read:
+    Ported from superfly/flyctl at commit ``ad0172fa`` (FLYCTL_COMMIT), line by line where
+    one check object can follow it:
 
-    - passes once uptime since ``MostRecentStartTimeAfterLaunch`` is over 10 s and the
-      machine is not constantly restarting;
-    - passes when the 10 s context expires (``DeadlineExceeded`` returns nil);
-    - fails with "the app appears to be crashing" when the newest ``exit`` event is not a
-      requested stop, has ``restarting = true``, ``request.restart_count > 1`` and a
-      non-zero exit code.
+    1. **Skipped machines.** ``internal/command/deploy/machines_launchinput.go``
+       ``shouldSkipLaunch``: a machine whose pre-deploy state is not started, starting or
+       failed (asleep: stopped or suspended) is updated without being started, and
+       ``plan.go`` ``updateMachineWChecks`` returns success for it before any smoke check
+       (``machines_deploymachinesapp.go`` ``waitForMachine`` does the same on the other
+       path). Here the pre-deploy state is the machine's state in the publish's first look
+       (taken when the publish begins); a machine that first appears later was created by
+       the deploy and is never skipped (``origMachineRaw == nil``; standbys not modelled).
+    2. **Wait for a settled state.** ``plan.go`` ``updateMachineWChecks`` calls
+       ``waitForMachineState(ctx, lm, ["stopped", "started", "suspended"], md.waitTimeout)``;
+       ``waitTimeout`` defaults to 5 min (``machines.go`` ``DefaultWaitTimeout``) and a
+       timeout fails the deploy. ``WaitForState`` long-polls flaps, so a state is seen at
+       the first look that shows it; undecided machines are looked at every ``poll_s``
+       (``waitForMachineState`` sleeps 1 s between checks). A machine the platform gave
+       up on reads ``stopped`` and so passes this wait. With ``--deploy-retries 0``
+       flyctl takes the other path (``machines_deploymachinesapp.go`` ``waitForMachine``:
+       ``WaitForState(started)`` only): set ``wait_states = ["started"]`` to model it.
+       Which path runs by default depends on a LaunchDarkly flag (``deploy.go``,
+       ``deploy-retries`` = ``auto``) whose value is not public.
+    3. **Smoke check, per machine.** ``internal/machine/leasable_machine.go``
+       ``WaitForSmokeChecksToPass``: a 10 s context opened when that machine settled;
+       reads at once, then after a backoff of 500 ms doubling to 2 s (jitter dropped, so
+       runs stay deterministic), each cut short by the deadline. Per read: pass once
+       uptime since ``MostRecentStartTimeAfterLaunch`` is over 10 s and the machine is not
+       constantly restarting; pass at the deadline (``DeadlineExceeded`` returns nil);
+       fail with "the app appears to be crashing" when ``isConstantlyRestarting``. Uptime
+       is measured on the platform clock of the snapshot (flyctl uses its own clock).
+    4. **No rollback.** The rolling strategy (``updateMachinesWRecovery`` with
+       ``pushForward``; a smoke-check failure is an ``unrecoverableError``) stops and
+       returns the error: machines already updated keep the new release. Hence
+       ``rolls_back = False``; only the bluegreen strategy has a ``Rollback``.
 
-    Here the window opens at the first look where every machine reads started (polled
-    every ``poll_s`` up to ``start_timeout_s``, the testbed's stand-in for flyctl's
-    ``WaitForState``); each machine passes on its own, the publish once all have; the
-    backoff has no jitter, so runs stay deterministic; uptime is measured on the
-    platform clock of the snapshot. Older flyctl releases lack the uptime branch: they
-    only fail on a constant restart and otherwise pass when the window runs out.
+    Not modelled: batches (``maxUnavailable`` 0.33, a one-machine spearhead, 30 cold
+    machines at a time): the simulator updates every machine at the publish, so every
+    machine's window runs at once; machine checks and Fly health checks that follow the
+    smoke check; lease handling. The publish passes once every machine passed or was
+    skipped, and fails at the first machine that fails.
 
     Blind spots, by construction: a machine the platform gave up on (``restarting =
-    false``) never fails it; nor does a crash loop slower than the window, nor one whose
-    newest exit still has ``restart_count <= 1``. A capped list that lost the ``launch``
-    event (or any exit since it) leaves no uptime, so the check can only pass by the
-    window running out, which the verdict's layer (``window-ran-out``) shows.
+    false``) passes at the 10 s deadline; so does a crash loop slower than the window, or
+    one whose newest exit still has ``restart_count <= 1``; a sleeping machine is never
+    checked. A capped list that lost the ``launch`` event (or any exit since it) leaves no
+    uptime, so the check can only pass by the window running out, which the verdict's
+    layer (``window-ran-out``) shows.
     """
 
     window_s: float = 10.0
     min_uptime_s: float = 10.0
     backoff_min_s: float = 0.5
     backoff_max_s: float = 2.0
-    start_timeout_s: float = 60.0
+    wait_timeout_s: float = 300.0
+    wait_states: tuple[str, ...] = ("started", "stopped", "suspended")
     poll_s: float = 1.0
     name = "flyctl-smoke"
+    #: flyctl's rolling strategy never rolls back (see 4. above).
+    rolls_back: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        # A scenario file gives a list; keep the check hashable and immutable.
+        object.__setattr__(self, "wait_states", tuple(self.wait_states))
 
     def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
-        """Return the next read's wait, or the smoke check's verdict."""
-        found = await_started(self, publish_started_ms, looks)
-        if not isinstance(found, int):
-            return found
-        smoke = looks[found:]
-        deadline_ms = smoke[0].at_ms + self.window_s * 1000
-        passed: set[str] = set()
-        for look in smoke:
-            if look.at_ms >= deadline_ms:
-                return self._window_ran_out(look, passed, publish_started_ms)
+        """Return the next read's wait, or the verdict once every machine is decided."""
+        if not looks:
+            return Wait(0.0)
+        if lost := lost_machines(self.name, looks):
+            return lost
+        asleep = {m.id for m in looks[0].machines if m.state in ASLEEP}
+        #: Per machine: when its smoke window opened, its next read is due, reads so far.
+        opened: dict[str, int] = {}
+        due: dict[str, float] = {}
+        reads: dict[str, int] = {}
+        done: dict[str, _Outcome] = {}
+        window_ms = self.window_s * 1000
+        for look in looks:
             for machine in look.machines:
-                if machine.id in passed:
+                key = machine.id
+                if key in done:
+                    continue
+                if key in asleep:
+                    done[key] = _Outcome(True, "skipped", machine)
+                    continue
+                if key not in opened:
+                    if machine.state in self.wait_states:
+                        opened[key] = look.at_ms
+                        due[key] = look.at_ms
+                        reads[key] = 0
+                    elif look.at_ms - publish_started_ms >= self.wait_timeout_s * 1000:
+                        return self._wait_timeout(machine, publish_started_ms)
+                    else:
+                        continue
+                if look.at_ms >= opened[key] + window_ms:
+                    done[key] = _Outcome(True, "window-ran-out", machine)
+                    continue
+                if look.at_ms < due[key]:
                     continue
                 crashing = is_constantly_restarting(machine)
                 if not crashing and self._uptime_ms(machine) > self.min_uptime_s * 1000:
-                    passed.add(machine.id)
+                    done[key] = _Outcome(True, "uptime", machine)
                 elif crashing:
                     return self._crashing(machine, publish_started_ms)
-            if all(m.id in passed for m in look.machines):
-                return Verdict(
-                    True,
-                    f"every machine has been up over {self.min_uptime_s:g} s since its most "
-                    "recent start after launch and none is constantly restarting "
-                    "(flyctl smoke check)",
-                    layer="uptime",
-                )
-        delay_s = min(self.backoff_min_s * 2 ** (len(smoke) - 1), self.backoff_max_s)
-        return wait_at_least(min(delay_s, (deadline_ms - smoke[-1].at_ms) / 1000))
+                else:
+                    backoff_s = self.backoff_min_s * 2 ** reads[key]
+                    due[key] = look.at_ms + min(backoff_s, self.backoff_max_s) * 1000
+                    reads[key] += 1
+            if all(m.id in done for m in look.machines):
+                return self._passed(look, done, publish_started_ms)
+        latest = looks[-1]
+        waits = []
+        for machine in latest.machines:
+            if machine.id in done:
+                continue
+            if machine.id in opened:
+                deadline = opened[machine.id] + window_ms
+                waits.append(min(due[machine.id], deadline) - latest.at_ms)
+            else:
+                left_ms = publish_started_ms + self.wait_timeout_s * 1000 - latest.at_ms
+                waits.append(min(self.poll_s * 1000, left_ms))
+        return wait_at_least(min(waits) / 1000)
 
     def _uptime_ms(self, machine: MachineSnapshot) -> int:
         started = most_recent_start_after_launch(machine.events)
@@ -143,21 +221,55 @@ class FlyctlSmokeCheck:
             layer="constantly-restarting",
         )
 
-    def _window_ran_out(self, look: Look, passed: set[str], publish_started_ms: int) -> Verdict:
-        unproven = [m for m in look.machines if m.id not in passed]
-        notes = [
-            f"{m.id}: {describe(m, publish_started_ms)}"
-            + (
-                " - the platform gave up restarting it, which the smoke check does not act on"
-                if m.gave_up
-                else ""
+    def _wait_timeout(self, machine: MachineSnapshot, publish_started_ms: int) -> Verdict:
+        states = ", ".join(self.wait_states)
+        return Verdict(
+            False,
+            f"timeout reached waiting for machine {machine.id} to reach one of the states "
+            f"{states} within {self.wait_timeout_s:g} s ({describe(machine, publish_started_ms)}); "
+            "raise flyctl's --wait-timeout only if the app is slow to boot",
+            machine.id,
+            layer="wait-timeout",
+        )
+
+    def _passed(self, look: Look, done: dict[str, _Outcome], publish_started_ms: int) -> Verdict:
+        outcomes = [done[m.id] for m in look.machines]
+        ran_out = [o.machine for o in outcomes if o.layer == "window-ran-out"]
+        skipped = [o.machine.id for o in outcomes if o.layer == "skipped"]
+        skip_note = (
+            f"; not started and not checked, as flyctl leaves sleeping machines: {', '.join(skipped)}"
+            if skipped
+            else ""
+        )
+        if ran_out:
+            notes = [
+                f"{m.id}: {describe(m, publish_started_ms)}"
+                + (
+                    " - the platform gave up restarting it, which the smoke check does not act on"
+                    if m.gave_up
+                    else ""
+                )
+                for m in ran_out
+            ]
+            return Verdict(
+                True,
+                f"flyctl's {self.window_s:g} s smoke window ran out without a constant restart, "
+                "so it passes by design; machines with no proven uptime at their last read: "
+                + "; ".join(notes)
+                + skip_note,
+                layer="window-ran-out",
             )
-            for m in unproven
-        ]
+        if len(skipped) == len(outcomes):
+            return Verdict(
+                True,
+                "every machine was asleep when the publish began, so flyctl updated them "
+                f"without starting them and ran no smoke check{skip_note}",
+                layer="skipped",
+            )
         return Verdict(
             True,
-            f"flyctl's {self.window_s:g} s smoke window ran out without a constant restart, "
-            "so it passes by design; machines with no proven uptime at the last read: "
-            + ("; ".join(notes) if notes else "none"),
-            layer="window-ran-out",
+            f"every checked machine has been up over {self.min_uptime_s:g} s since its most "
+            "recent start after launch and none is constantly restarting "
+            f"(flyctl smoke check){skip_note}",
+            layer="uptime",
         )

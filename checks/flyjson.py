@@ -247,8 +247,7 @@ def look_to_json(
 def dump_recording(recording: Recording) -> str:
     """A whole recording as JSON Lines text, one look per line."""
     return "".join(
-        look_to_json(look, recording.publish_started_ms, recording.run, recording.check_options)
-        + "\n"
+        look_to_json(look, recording.publish_started_ms, recording.run, recording.check_options) + "\n"
         for look in recording.looks
     )
 
@@ -275,9 +274,7 @@ class _Reader:
             raise self.fail(f"{path}{key}", "is missing")
         return value
 
-    def integer(
-        self, obj: Mapping[str, Any], key: str, path: str, default: int | None = None
-    ) -> int:
+    def integer(self, obj: Mapping[str, Any], key: str, path: str, default: int | None = None) -> int:
         value = obj.get(key)
         if value is None:
             if default is None:
@@ -287,9 +284,7 @@ class _Reader:
             raise self.fail(f"{path}{key}", f"must be an integer, got {_show(value)}")
         return value
 
-    def string(
-        self, obj: Mapping[str, Any], key: str, path: str, default: str | None = None
-    ) -> str:
+    def string(self, obj: Mapping[str, Any], key: str, path: str, default: str | None = None) -> str:
         value = obj.get(key)
         if value is None:
             if default is None:
@@ -417,9 +412,7 @@ def parse_line(text: str, line: int = 1) -> RecordedLine:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as error:
-        raise RecordingError(
-            f"line {line}: not valid JSON ({error.msg} at column {error.colno})"
-        ) from None
+        raise RecordingError(f"line {line}: not valid JSON ({error.msg} at column {error.colno})") from None
     obj = read.mapping(raw, "")
     at_ms = read.integer(obj, "at_ms", "")
     publish_started_ms = read.integer(obj, "publish_started_ms", "")
@@ -462,10 +455,7 @@ def read_recordings(lines: Iterable[str]) -> list[Recording]:
             )
         looks.append(parsed.look)
     # dict order is the order runs first appeared in the file: deterministic.
-    return [
-        Recording(started, tuple(looks), run, options[run])
-        for run, (started, looks) in runs.items()
-    ]
+    return [Recording(started, tuple(looks), run, options[run]) for run, (started, looks) in runs.items()]
 
 
 def read_recording(lines: Iterable[str]) -> Recording:

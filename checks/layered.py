@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from checks.failsafe import lost_machines
 from checks.model import Look, MachineSnapshot, Verdict, Wait
 from checks.protocol import Step
 from checks.reasons import describe, since
@@ -40,6 +41,8 @@ class LayeredCheck:
 
     def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
         """Return the next wait, or the verdict once the layers have decided."""
+        if lost := lost_machines(self.name, looks):
+            return lost
         if looks:
             for machine in looks[-1].machines:
                 if machine.gave_up:
@@ -87,9 +90,7 @@ class LayeredCheck:
             layer="gave-up",
         )
 
-    def _not_started(
-        self, before: Look, look: Look, number: int, publish_started_ms: int
-    ) -> Verdict | None:
+    def _not_started(self, before: Look, look: Look, number: int, publish_started_ms: int) -> Verdict | None:
         for machine in look.machines:
             if machine.state != "started":
                 return Verdict(

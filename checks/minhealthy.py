@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from checks.failsafe import lost_machines
 from checks.model import Look, MachineSnapshot, Verdict, Wait
 from checks.protocol import Step
 from checks.reasons import describe, since
 from checks.started import wait_at_least
+
+RULES = ("nomad", "kubernetes")
 
 
 def newest_start_ms(machine: MachineSnapshot) -> int | None:
@@ -16,107 +19,210 @@ def newest_start_ms(machine: MachineSnapshot) -> int | None:
     return next((e.timestamp for e in machine.events if e.type == "start"), None)
 
 
-def healthy_since(machine_id: str, looks: Sequence[Look], publish_started_ms: int) -> int | None:
-    """When the machine's current run of ``started`` began, if the looks show one unbroken.
+@dataclass(slots=True)
+class _Run:
+    """One machine's current run of ``started`` across the looks, built look by look."""
 
-    The run begins at the newest start in the latest look. It counts only if that start is
-    after the publish began, and every look taken since it read the machine ``started``
-    with that same newest start: a crash and restart between two looks moves the newest
-    start, which restarts the timer.
-    """
-    latest = looks[-1].machine(machine_id)
-    if latest is None or latest.state != "started":
-        return None
-    start = newest_start_ms(latest)
-    if start is None or start < publish_started_ms:
-        return None
-    for look in looks:
-        seen = look.machine(machine_id)
+    touched: bool = False
+    start: int | None = None
+    unbroken: bool = False
+    last: MachineSnapshot | None = None
+
+    def see(self, machine: MachineSnapshot, publish_started_ms: int) -> None:
+        """Fold the next snapshot of this machine into the run."""
+        if machine.events and machine.events[0].timestamp >= publish_started_ms:
+            # The newest event is the publish's doing (update, launch, start, exit).
+            self.touched = True
+        if machine.state == "started":
+            start = newest_start_ms(machine)
+            if start != self.start:
+                # A new run; it is unbroken only if no earlier look came after its start
+                # without showing it.
+                self.start = start
+                self.unbroken = start is not None and (self.last is None or self.last.at_ms <= start)
         # A look in the same millisecond as the start cannot tell which came first.
-        if seen is None or seen.at_ms <= start:
-            continue
-        if seen.state != "started" or newest_start_ms(seen) != start:
+        elif self.start is not None and machine.at_ms > self.start:
+            self.unbroken = False
+        self.last = machine
+
+    def up_ms(self, publish_started_ms: int) -> int | None:
+        """How long the latest run has lasted, if it is an unbroken run the publish began."""
+        last = self.last
+        if (
+            last is None
+            or last.state != "started"
+            or not self.unbroken
+            or self.start is None
+            or self.start < publish_started_ms
+        ):
             return None
-    return start
+        return last.at_ms - self.start
 
 
 @dataclass(frozen=True)
 class MinHealthyTimeCheck:
-    """Pass once every machine has stayed ``started`` for ``min_healthy_s`` in a row.
+    """Pass once every machine the publish touched has stayed ``started`` T seconds in a row.
 
-    Models Kubernetes' Deployment ``minReadySeconds`` (a new pod counts as available
-    only after it has been ready that long without a container crashing) and Nomad's
-    ``update.min_healthy_time`` (an allocation must stay healthy that long before it is
-    marked healthy), both with their deadlines: Kubernetes' ``progressDeadlineSeconds``
-    and Nomad's ``healthy_deadline`` (5 m, the default used here). The timer starts at the
-    machine's newest ``start`` event after the publish began and restarts whenever the
-    newest start changes or a look reads the machine in any other state; looks are
-    polled every ``poll_s``. "Healthy" here is "reads started": the testbed has no
-    readiness probe, so an app that is up but not serving passes.
+    The timer starts at the machine's newest ``start`` event after the publish began and
+    restarts whenever the newest start changes or a look reads the machine in any other
+    state; looks are polled every ``poll_s`` (assumed: 1 s). "Healthy" and "ready" here are
+    "reads started": the testbed has no readiness probe or health check, so an app that is
+    up but not serving passes. Only machines the publish touched (their newest event is at
+    or after the publish) are judged: a machine it left alone is neither waited for nor
+    failed. The deadline depends on ``rule``:
+
+    - ``"nomad"`` (the default): Nomad's ``update`` block (developer.hashicorp.com
+      ``nomad/docs/job-specification/update``): ``min_healthy_time`` (default 10 s, this
+      check's ``min_healthy_s``) and ``healthy_deadline`` (default 5 m,
+      ``healthy_deadline_s``) measured from the placement, here the publish. With
+      ``health_check = "task_states"`` an allocation is unhealthy as soon as a task has
+      failed for good (its restart policy exhausted): a machine the platform gave up on
+      fails at once, before the deadline (layer ``task-failed``).
+    - ``"kubernetes"``: a Deployment's ``minReadySeconds`` (Kubernetes' default is 0; this
+      check keeps 10 s, assumed, since 0 passes any machine seen started) and
+      ``progressDeadlineSeconds`` (default 600 s, ``progress_deadline_s``) measured since
+      the last progress, as kubernetes ``pkg/controller/deployment/util/
+      deployment_util.go`` ``DeploymentProgressing`` / ``DeploymentTimedOut`` define it:
+      progress is a rise in updated, ready or available replicas. Here a look makes
+      progress when more touched machines read started with a start since the publish
+      (ready), or more have been up T seconds (available), than at the previous look.
+      Kubernetes never gives up on a crash-looping pod, and every restart that reads
+      ready is progress, so a crash loop seen started now and then can run past any
+      deadline: the check then reaches no verdict (the simulator's horizon ends it).
 
     Guarantee: it never passes a machine whose newest start is younger than
     ``min_healthy_s`` at the deciding look, whatever the event-list cap, because the
     newest start is the event a capped list keeps. Blind spot: an app that crashes more
-    than ``min_healthy_s`` after each start passes.
+    than ``min_healthy_s`` after each start passes. Linear in machines and looks.
     """
 
     min_healthy_s: float = 10.0
     healthy_deadline_s: float = 300.0
+    progress_deadline_s: float = 600.0
+    rule: str = "nomad"
     poll_s: float = 1.0
     name = "min-healthy-time"
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise ValueError(f"rule must be one of {', '.join(RULES)}, not {self.rule!r}")
 
     def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
         """Return the next poll, or the verdict once all are healthy or the deadline passed."""
         if not looks:
             return Wait(0.0)
-        latest = looks[-1]
+        if lost := lost_machines(self.name, looks):
+            return lost
         need_ms = self.min_healthy_s * 1000
+        runs: dict[str, _Run] = {}
+        last_progress_ms = publish_started_ms
+        ready_before = available_before = 0
+        for look in looks:
+            ready = available = 0
+            for machine in look.machines:
+                run = runs.get(machine.id)
+                if run is None:
+                    run = runs[machine.id] = _Run()
+                run.see(machine, publish_started_ms)
+                up = run.up_ms(publish_started_ms)
+                if up is not None and run.touched:
+                    ready += 1
+                    available += up >= need_ms
+            if ready > ready_before or available > available_before:
+                last_progress_ms = look.at_ms
+            ready_before, available_before = ready, available
+        latest = looks[-1]
+        judged = [(m, runs[m.id]) for m in latest.machines if runs[m.id].touched]
+        if self.rule == "nomad":
+            for machine, _ in judged:
+                if machine.gave_up:
+                    return self._task_failed(machine, looks, publish_started_ms)
         shortest: tuple[float, MachineSnapshot] | None = None
-        for machine in latest.machines:
-            start = healthy_since(machine.id, looks, publish_started_ms)
-            up_ms = -1.0 if start is None else float(machine.at_ms - start)
+        for machine, run in judged:
+            up = run.up_ms(publish_started_ms)
+            up_ms = -1.0 if up is None else float(up)
             if shortest is None or up_ms < shortest[0]:
                 shortest = (up_ms, machine)
-        if shortest is None or shortest[0] >= need_ms:
+        if shortest is not None and shortest[0] >= need_ms:
             return Verdict(
                 True,
-                f"every machine has stayed started for at least {self.min_healthy_s:g} s "
-                "since its newest start",
+                f"every machine the publish restarted has stayed started for at least "
+                f"{self.min_healthy_s:g} s since its newest start ({len(judged)} of "
+                f"{len(latest.machines)} machine(s) judged)",
                 layer="min-healthy-time",
             )
-        elapsed_s = (latest.at_ms - publish_started_ms) / 1000
-        up_ms, machine = shortest
-        if elapsed_s >= self.healthy_deadline_s:
-            return self._deadline(machine, up_ms, looks, publish_started_ms)
-        wait_s = self.poll_s
-        if up_ms >= 0:
+        if self.rule == "nomad":
+            deadline_ms = publish_started_ms + self.healthy_deadline_s * 1000
+        else:
+            deadline_ms = last_progress_ms + self.progress_deadline_s * 1000
+        if latest.at_ms >= deadline_ms:
+            return self._deadline(shortest, looks, publish_started_ms, last_progress_ms)
+        wait_ms = self.poll_s * 1000
+        if shortest is not None and shortest[0] >= 0:
             # No need to look before the least-up machine could reach the minimum.
-            wait_s = min(wait_s, (need_ms - up_ms) / 1000)
-        return wait_at_least(min(wait_s, self.healthy_deadline_s - elapsed_s))
+            wait_ms = min(wait_ms, need_ms - shortest[0])
+        return wait_at_least(min(wait_ms, deadline_ms - latest.at_ms) / 1000)
 
-    def _deadline(
-        self, machine: MachineSnapshot, up_ms: float, looks: Sequence[Look], publish_started_ms: int
-    ) -> Verdict:
-        starts = sorted(
+    def _starts_seen(self, machine_id: str, looks: Sequence[Look], publish_started_ms: int) -> int:
+        return len(
             {
                 e.timestamp
                 for look in looks
-                if (seen := look.machine(machine.id)) is not None
+                for seen in look.machines
+                if seen.id == machine_id
                 for e in seen.events
                 if e.type == "start" and e.timestamp >= publish_started_ms
             }
         )
+
+    def _task_failed(
+        self, machine: MachineSnapshot, looks: Sequence[Look], publish_started_ms: int
+    ) -> Verdict:
+        starts = self._starts_seen(machine.id, looks, publish_started_ms)
+        return Verdict(
+            False,
+            f"machine {machine.id} failed for good: the platform gave up restarting it "
+            f"({describe(machine, publish_started_ms)}; {starts} start(s) seen since the "
+            "publish), so Nomad marks the allocation unhealthy without waiting for the "
+            f"{self.healthy_deadline_s:g} s deadline; check its logs for the exit cause",
+            machine.id,
+            layer="task-failed",
+        )
+
+    def _deadline(
+        self,
+        shortest: tuple[float, MachineSnapshot] | None,
+        looks: Sequence[Look],
+        publish_started_ms: int,
+        last_progress_ms: int,
+    ) -> Verdict:
+        if self.rule == "nomad":
+            rule = f"within the {self.healthy_deadline_s:g} s healthy deadline"
+            layer = "healthy-deadline"
+        else:
+            rule = (
+                f"with no progress for {self.progress_deadline_s:g} s since "
+                f"{since(last_progress_ms, publish_started_ms)} (ProgressDeadlineExceeded)"
+            )
+            layer = "progress-deadline"
+        if shortest is None:
+            return Verdict(
+                False,
+                f"no machine was restarted by the publish {rule}: nothing shows the new release running",
+                layer=layer,
+            )
+        up_ms, machine = shortest
         if up_ms >= 0:
             newest = since(int(machine.at_ms - up_ms), publish_started_ms)
             state = f"its newest start at {newest} is only {up_ms / 1000:.1f} s old"
         else:
             state = describe(machine, publish_started_ms)
+        starts = self._starts_seen(machine.id, looks, publish_started_ms)
         return Verdict(
             False,
             f"machine {machine.id} did not stay started for {self.min_healthy_s:g} s in a row "
-            f"within the {self.healthy_deadline_s:g} s deadline ({state}; {len(starts)} "
-            "start(s) seen since the publish): the app keeps restarting or never comes up; "
-            "check its logs for the exit cause",
+            f"{rule} ({state}; {starts} start(s) seen since the publish): the app keeps "
+            "restarting or never comes up; check its logs for the exit cause",
             machine.id,
-            layer="healthy-deadline",
+            layer=layer,
         )

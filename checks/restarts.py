@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from checks.failsafe import lost_machines
 from checks.model import Look, MachineSnapshot, Verdict, Wait
 from checks.protocol import Step
 from checks.reasons import describe, since
@@ -43,6 +44,8 @@ class RestartCounterCheck:
         """Return the next wait, or a verdict from the counters and states seen so far."""
         if not looks:
             return Wait(0.0)
+        if lost := lost_machines(self.name, looks):
+            return lost
         baseline: dict[str, MachineSnapshot] = {}
         started_at: int | None = None
         for look in looks:

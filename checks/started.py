@@ -42,9 +42,7 @@ def first_all_started(looks: Sequence[Look]) -> int | None:
     )
 
 
-def await_started(
-    check: AwaitsStart, publish_started_ms: int, looks: Sequence[Look]
-) -> Wait | Verdict | int:
+def await_started(check: AwaitsStart, publish_started_ms: int, looks: Sequence[Look]) -> Wait | Verdict | int:
     """The index of the first all-started look, or the next poll, or the start-timeout verdict."""
     if not looks:
         return Wait(0.0)

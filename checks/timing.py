@@ -104,14 +104,10 @@ def drain_fits_grace(
     )
 
 
-def check_timing(
-    timing: DrainTiming, max_reheal_s: float = DEFAULT_MAX_REHEAL_S
-) -> tuple[TimingResult, ...]:
+def check_timing(timing: DrainTiming, max_reheal_s: float = DEFAULT_MAX_REHEAL_S) -> tuple[TimingResult, ...]:
     """All three invariants, in a fixed order."""
     return (
-        drain_outlasts_detection(
-            timing.serve_after_drain_s, timing.interval_s, timing.unhealthy_threshold
-        ),
+        drain_outlasts_detection(timing.serve_after_drain_s, timing.interval_s, timing.unhealthy_threshold),
         reheal_is_short(timing.interval_s, timing.healthy_threshold, max_reheal_s),
         drain_fits_grace(timing.serve_after_drain_s, timing.shutdown_s, timing.stop_grace_period_s),
     )
