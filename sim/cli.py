@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
@@ -11,6 +12,7 @@ from typing import Any, NoReturn
 from checks import BUILTIN_CHECKS, Check
 from sim import checkcmd, scenario
 from sim.loader import load_checks
+from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
 from sim.publish.compare import compare
 from sim.publish.world import run
 from sim.recording import Recorder, load_recordings, replay_all
@@ -41,7 +43,9 @@ def _options(items: list[str]) -> dict[str, Any]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """Print the shipped scenarios, one line each."""
+    """Print the shipped scenarios (or the event profiles), one line each."""
+    if args.profiles:
+        return _list_profiles(args.json)
     publishes = {n: scenario.load(n).description for n in scenario.shipped()}
     rollouts = {n: rollout_config.load(n).description for n in rollout_config.shipped()}
     width = max(map(len, [*publishes, *rollouts]), default=0)
@@ -51,6 +55,27 @@ def cmd_list(args: argparse.Namespace) -> int:
         for name, description in found.items():
             first = " ".join(description.split())
             print(f"  {name:<{width}}  {first}")
+    return EXIT_OK
+
+
+def _list_profiles(as_json: bool) -> int:
+    """The event profiles: what each writes per crash, and its sources."""
+    if as_json:
+        print(json.dumps({
+            "schema_version": 1,
+            "default": DEFAULT_PROFILE,
+            "profiles": [
+                {"name": p.name, "summary": p.summary, "events_per_crash": p.per_crash,
+                 "sources": p.sources}
+                for p in PROFILES.values()
+            ],
+        }))
+        return EXIT_OK
+    print(f"event profiles ([platform] events = NAME; default {DEFAULT_PROFILE})")
+    width = max(len(name) for name in PROFILES)
+    for profile in PROFILES.values():
+        print(f"  {profile.name:<{width}}  {profile.per_crash} events a crash: {profile.summary}")
+        print(f"  {'':<{width}}  sources: {profile.sources}")
     return EXIT_OK
 
 
@@ -149,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     listing = sub.add_parser("list", help="the shipped scenarios, one line each")
+    listing.add_argument("--profiles", action="store_true",
+                         help="list the event profiles (which events a machine writes) instead")
+    listing.add_argument("--json", action="store_true", help="with --profiles: one JSON object")
     listing.set_defaults(handler=cmd_list)
 
     comp = sub.add_parser(
@@ -239,6 +267,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BadInput as error:
         print(f"testbed: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # The reader went away (``| head``): nothing more to say, and nothing to say it to.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     finally:
         checkcmd.close_all()  # no --check-cmd child outlives the command, whatever happened
     return code

@@ -102,3 +102,26 @@ def test_scenario_script_output_matches_its_saved_out(script: Path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == expected
+
+
+def test_sleep_alone_changes_no_verdict_when_the_pipeline_starts_the_machine():
+    """sleeping-api-crash-on-boot: asleep or awake before the publish, every check's outcome is the same."""
+    loaded = scenario.load("sleeping-api-crash-on-boot")
+    awake = scenario.load("sleeping-api-crash-on-boot", ["previous.asleep=false"])
+    for name in ("count", "timestamp", "flyctl-smoke", "min-healthy-time", "circuit-breaker"):
+        for seed in range(3, 8):
+            check = make_check(name, loaded.check.model_dump())
+            assert world.run(loaded, seed, check).outcome == world.run(awake, seed, check).outcome
+
+
+def test_flyctl_leaves_a_sleeping_machine_unchecked_and_autostart_wakes_it_into_a_crash_loop():
+    """sleeping-api-flyctl: flyctl-smoke skips the stopped machine and passes at once; it then crash-loops."""
+    loaded = scenario.load("sleeping-api-flyctl")
+    check = make_check("flyctl-smoke", loaded.check.model_dump())
+    result = world.run(loaded, loaded.seed, check, trace=True)
+    assert result.outcome == "missed"
+    assert result.decided_at_s == 0.0
+    assert result.trace is not None
+    events = result.trace.machines[0].events
+    publish_ms = loaded.publish_started_ms
+    assert any(e.is_crash and e.timestamp > publish_ms for e in events)

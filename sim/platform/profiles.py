@@ -107,8 +107,7 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             name="fly-exit-start",
-            summary="Fly's launch/update events; a crash writes exit, the restart start/started "
-            "(2 events a crash)",
+            summary="Fly's launch/update events; a crash writes exit, the restart start/started",
             sources="superfly/docs@5c22c8ce reference/machines/_get.erb, _create_resp.erb; "
             "crash cycle not public: assumed",
             restart=(),
@@ -116,8 +115,7 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             name="fly-restart-start",
-            summary="as fly-exit-start, and flyd writes restart/starting before each restart "
-            "(3 events a crash)",
+            summary="as fly-exit-start, and flyd writes restart/starting before each restart",
             sources="laravel-fly-machines@c9710fef README (a user restart writes restart/starting); "
             "crash cycle not public: assumed",
             restart=(_e("restart", "starting"),),
@@ -125,16 +123,16 @@ PROFILES: dict[str, Profile] = {
         ),
         Profile(
             name="fly-start-starting",
-            summary="as fly-exit-start, and flyd writes start/starting before each restart "
-            "(3 events a crash)",
-            sources="issue 9 (start/starting seen in payloads); crash cycle not public: assumed",
+            summary="as fly-exit-start, and flyd writes start/starting before each restart",
+            sources="issue 9 reports start/starting in payloads; no public payload found shows "
+            "one (tests/data/fly/SOURCES.md): assumed",
             restart=(_e("start", "starting"),),
             **_COMMON_FLY,
         ),
         Profile(
             name="fly-restart-double-start",
-            summary="restart/starting, then start/started twice (4 events a crash), as Fly's one "
-            "public restart list shows",
+            summary="restart/starting, then start/started twice, as Fly's one public restart "
+            "list shows",
             sources="laravel-fly-machines@c9710fef README (two start/started 226 ms apart); "
             "crash cycle not public: assumed",
             restart=(_e("restart", "starting"), _e("start", "started")),

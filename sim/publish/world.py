@@ -187,7 +187,9 @@ def _previous_release(world: _World) -> Generator[Any, Any, None]:
 
 
 def _on_stopped(world: _World) -> None:
-    if not world.waking:
+    # Requests reach the app only from the publish on: a machine that autostopped before
+    # it did so because nobody called it (that is why it was asleep).
+    if not world.waking and world.env.now >= world.publish_at_s:
         world.waking = True
         world.env.process(_autostart(world))
 
@@ -218,6 +220,8 @@ def _publish(world: _World, check: Check | None) -> Generator[Any, Any, None]:
             machine.launch(world.release)
         else:
             machine.update(world.release, start=start_stopped)
+    if world.scenario.traffic.autostart and any(m.state == "stopped" for m in world.machines):
+        _on_stopped(world)  # a machine left asleep is woken by the next request
     if check is None:
         return
     steps = drive(check, world.scenario.publish_started_ms)

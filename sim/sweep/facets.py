@@ -50,6 +50,7 @@ def miss_rates(
 def facet_map(
     rows: Sequence[Row],
     check: str,
+    *,
     axes: Mapping[str, Sequence[Any]],
     keys: tuple[str, str, str, str],
     mark: Mapping[str, Any] | None = None,
@@ -96,6 +97,7 @@ def facet_map(
 def save_facet_maps(
     rows: Sequence[Row],
     checks: Sequence[str],
+    *,
     axes: Mapping[str, Sequence[Any]],
     keys: tuple[str, str, str, str],
     mark: Mapping[str, Any],
@@ -108,6 +110,6 @@ def save_facet_maps(
         out = path.with_name(f"{path.stem}-{check}{path.suffix}")
         title = (f"{name}: where {check} misses (outlined: the shipped scenario's values; "
                  "other axes pooled)")
-        facet_map(rows, check, axes, keys, mark, title).savefig(out, dpi=90)
+        facet_map(rows, check, axes=axes, keys=keys, mark=mark, title=title).savefig(out, dpi=90)
         written.append(out)
     return written

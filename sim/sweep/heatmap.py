@@ -92,7 +92,10 @@ def save_heatmap(rows: Sequence[Row], sweep: Sweep, path: Path) -> None:
 
         keys = (sweep.heatmap[0], sweep.heatmap[1], sweep.heatmap[2], sweep.heatmap[3])
         mark = {key: _base_value(sweep.base, key) for key in keys}
-        save_facet_maps(rows, list(sweep.checks), dict(sweep.axes), keys, mark, path, sweep.name)
+        save_facet_maps(
+            rows, list(sweep.checks), axes=dict(sweep.axes), keys=keys, mark=mark, path=path,
+            name=sweep.name,
+        )
         return
     x, y = sweep.heatmap or (sweep.keys[0], sweep.keys[1])
     figure = heatmap(rows, x, y, list(sweep.checks), title=f"{sweep.name}: where checks miss")

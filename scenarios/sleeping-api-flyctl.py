@@ -1,0 +1,8 @@
+"""Run the sleeping-api-flyctl scenario with every built-in check side by side."""
+
+import sys
+
+from sim.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["compare", "sleeping-api-flyctl", *sys.argv[1:]]))
