@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import example, given, note
+from hypothesis import example, find, given, note, settings
 from hypothesis import strategies as st
 
 from checks import TimestampCheck
@@ -84,16 +84,29 @@ def test_timestamp_catches_a_fast_crash_loop_when_the_cap_holds_a_cycle(app: App
 
 
 @pytest.mark.parametrize("name", sorted(PROFILES))
-def test_a_cap_one_short_of_a_cycle_fools_the_timestamp_check(name):
-    """Below ``per_crash`` a world exists that fools it: the smallest such cap is per_crash - 1."""
-    cap = PROFILES[name].per_crash - 1
-    fooled = [
-        app
-        for boot in (100, 400, 1_000)
-        for crash in (500, 1_000, 2_500)
-        for delay in (0, 300, 1_000)
-        if _missed(app := App(boot_ms=boot, crash_after_ms=crash, restart_delay_ms=delay,
-                              max_retries=None, cap=cap, events=name),
-                   (boot + crash + delay) / 1000 + 5.0)
-    ]
-    assert fooled, f"no crash loop fooled timestamp at cap {cap} under {name}"
+def test_hypothesis_finds_the_largest_cap_that_still_fools_timestamp(name):
+    """Searching caps from large to small, the largest fooled cap is one short of a crash cycle.
+
+    ``find`` shrinks ``short_by`` towards 1, i.e. the cap towards the largest value at
+    which some crash loop (faster than the looks) still fools the check: per_crash - 1.
+    The safe caps from per_crash up are the property test above.
+    """
+    per_crash = PROFILES[name].per_crash
+    worlds = st.tuples(
+        st.integers(1, per_crash),
+        st.sampled_from([100, 400, 1_000]),
+        st.sampled_from([500, 1_000, 2_500]),
+        st.sampled_from([0, 300, 1_000]),
+    )
+
+    def fooled(drawn: tuple[int, int, int, int]) -> bool:
+        short_by, boot, crash, delay = drawn
+        cap = per_crash - short_by
+        if cap < 1:
+            return False
+        app = App(boot_ms=boot, crash_after_ms=crash, restart_delay_ms=delay, max_retries=None,
+                  cap=cap, events=name)
+        return _missed(app, (boot + crash + delay) / 1000 + 5.0)
+
+    found = find(worlds, fooled, settings=settings(max_examples=300, database=None, derandomize=True))
+    assert per_crash - found[0] == per_crash - 1
