@@ -79,6 +79,31 @@ def _list_profiles(as_json: bool) -> int:
     return EXIT_OK
 
 
+def cmd_series(args: argparse.Namespace) -> int:
+    """Run every check in every publish of a series file (several apps, one day)."""
+    from sim.publish.series import render, run_series  # noqa: PLC0415
+
+    specs = args.check or ["count", "timestamp"]
+    names = [getattr(c, "name", "") for c in load_checks(specs, {})]
+    result = run_series(args.series, specs)
+    if args.json:
+        print(json.dumps({
+            "schema_version": 1,
+            "series": result.name,
+            "publishes": [
+                {"label": p.label, "scenario": p.scenario.name, "seed": p.seed,
+                 "outcomes": {r.check: r.outcome for r in p.results},
+                 "late_failure_at_s": {r.check: r.late_failure_at_s for r in p.results}}
+                for p in result.publishes
+            ],
+            "late_failures": {name: result.late_failures(name) for name in names},
+            "expectations_failed": result.failed_expectations,
+        }))
+    else:
+        print(render(result, names))
+    return EXIT_EXPECTATION if result.failed_expectations else EXIT_OK
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run the checks side by side in the same world(s)."""
     loaded = scenario.load(args.scenario, args.set)
@@ -252,6 +277,18 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     checkcmd.add_arguments(table)
     table.set_defaults(handler=cmd_checks)
+
+    series = sub.add_parser(
+        "series", help="several publishes (apps, one day), every check in each",
+        description="Run every check in every publish of a series file "
+        "(scenarios/series/*.toml): a row per publish, and per check how many publishes it "
+        "let go live that the reconciler failed later. Exit 1 if expect_late_failures fails.",
+    )
+    series.add_argument("series", help="a series file, e.g. scenarios/series/sept25-three-publishes.toml")
+    series.add_argument("--check", action="append", default=[],
+                        help="a check to run (repeatable; default: count and timestamp)")
+    series.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    series.set_defaults(handler=cmd_series)
 
     add_sweep_parser(sub)
     add_rollout_parser(sub)

@@ -125,3 +125,16 @@ def test_flyctl_leaves_a_sleeping_machine_unchecked_and_autostart_wakes_it_into_
     events = result.trace.machines[0].events
     publish_ms = loaded.publish_started_ms
     assert any(e.is_crash and e.timestamp > publish_ms for e in events)
+
+
+def test_the_three_publishes_series_tallies_late_failures_per_check():
+    """sept25-three-publishes: count lets the API's two publishes go live and fail late; timestamp none."""
+    from sim.publish.series import run_series  # noqa: PLC0415
+
+    result = run_series(str(ROOT / "scenarios" / "series" / "sept25-three-publishes.toml"),
+                        ["count", "timestamp"])
+    assert result.outcomes("timestamp") == ["caught", "caught", "caught"]
+    assert result.outcomes("count")[:2] == ["missed", "missed"]
+    assert result.late_failures("count") == 2
+    assert result.late_failures("timestamp") == 0
+    assert not result.failed_expectations

@@ -1,0 +1,153 @@
+"""A series of publishes (several apps, one day): each its own world, every check in each.
+
+The 25 September write-up counts publishes, not seeds: "3 publishes, 2 apps", each
+marked live by the count check and failed minutes later by the reconciler. A series
+file lists those publishes, each a scenario (shipped name or path) with its own
+overrides and seed; ``testbed series FILE`` runs every check in every publish and
+tallies, per check, how many publishes it let go live that the reconciler then failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from checks.drive import check_name
+from sim import scenario as scenarios
+from sim.loader import load_checks
+from sim.publish.world import RunResult, run_checks
+from sim.scenario import Outcome, Scenario
+from sim.settings import BadInput, apply_sets, locate, read_toml, validated
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class PublishEntry(_Table):
+    """``[[publishes]]``: one publish of the series."""
+
+    label: str
+    scenario: str
+    set: list[str] = []
+    seed: int | None = Field(None, ge=0)
+
+
+class SeriesFile(_Table):
+    """A series file as written."""
+
+    name: str = ""
+    description: str = ""
+    publishes: list[PublishEntry] = Field(min_length=1, max_length=1_000)
+    #: Per check, how many publishes it should let go live that the reconciler then failed.
+    expect_late_failures: dict[str, int] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class PublishRun:
+    """One publish of the series and what every check made of it."""
+
+    label: str
+    scenario: Scenario
+    seed: int
+    results: tuple[RunResult, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesResult:
+    """Every publish of the series, and per check the publishes it let fail late."""
+
+    name: str
+    description: str
+    publishes: tuple[PublishRun, ...]
+    expect_late_failures: dict[str, int]
+
+    def late_failures(self, check: str) -> int:
+        """Publishes this check marked live that the reconciler failed later."""
+        return sum(
+            1 for p in self.publishes for r in p.results
+            if r.check == check and r.late_failure_at_s is not None
+        )
+
+    def outcomes(self, check: str) -> list[Outcome]:
+        """This check's outcome in each publish, in order."""
+        return [r.outcome for p in self.publishes for r in p.results if r.check == check]
+
+    @property
+    def failed_expectations(self) -> list[str]:
+        """One line per check whose count of late failures is not the expected one."""
+        return [
+            f"{check}: expected {want} late failure(s), got {self.late_failures(check)}"
+            for check, want in self.expect_late_failures.items()
+            if self.late_failures(check) != want
+        ]
+
+
+def load_series(path: str) -> tuple[SeriesFile, list[tuple[PublishEntry, Scenario]]]:
+    """Read a series file and load each publish's scenario; any problem is BadInput."""
+    file = Path(path)
+    raw = read_toml(file, "{path}: cannot read series file ({reason})")
+    spec = validated(SeriesFile, raw, file.name)
+    loaded = []
+    for i, entry in enumerate(spec.publishes):
+        where = locate(entry.scenario, scenarios.shipped, "scenario", relative_to=file.parent)
+        base = read_toml(where, "{path}: cannot read scenario file ({reason})")
+        base.setdefault("name", where.stem)
+        try:
+            loaded.append((entry, scenarios.validate(apply_sets(base, entry.set), where.name)))
+        except BadInput as error:
+            raise BadInput(f"publishes[{i}] ({entry.label}): {error}") from None
+    return spec, loaded
+
+
+def run_series(path: str, specs: Sequence[str]) -> SeriesResult:
+    """Every check in every publish of the series (one world each, its own seed).
+
+    Each publish builds its checks with its own scenario's ``[check]`` timing.
+    """
+    spec, loaded = load_series(path)
+    built = [load_checks(list(specs), world.check.model_dump()) for _, world in loaded]
+    names = {check_name(c) for c in built[0]}
+    for check in spec.expect_late_failures:
+        if check not in names:
+            raise BadInput(f"expect_late_failures.{check}: that check does not run")
+    publishes = []
+    for (entry, world), checks in zip(loaded, built, strict=True):
+        seed = world.seed if entry.seed is None else entry.seed
+        publishes.append(PublishRun(entry.label, world, seed, tuple(run_checks(world, seed, checks))))
+    return SeriesResult(
+        spec.name or Path(path).stem, spec.description, tuple(publishes),
+        dict(spec.expect_late_failures),
+    )
+
+
+def render(result: SeriesResult, checks: Sequence[str]) -> str:
+    """The series as a table: a row per publish, a column per check, then the tallies."""
+    width = max(len(p.label) for p in result.publishes) + 2
+    lines = [f"{result.name} · {len(result.publishes)} publishes", ""]
+    lines.append(" " * width + "".join(f"{c:<18}" for c in checks))
+    for publish in result.publishes:
+        by_check = {r.check: r for r in publish.results}
+        cells = []
+        for check in checks:
+            r = by_check[check]
+            late = f" late +{r.late_failure_at_s:.0f}s" if r.late_failure_at_s is not None else ""
+            cells.append(f"{r.outcome}{late}"[:17].ljust(18))
+        lines.append(f"{publish.label:<{width}}" + "".join(cells))
+    lines.append("")
+    for check in checks:
+        outcomes = result.outcomes(check)
+        live = sum(o in ("missed", "passed") for o in outcomes)
+        lines.append(
+            f"{check}: {live} of {len(outcomes)} publishes marked live, "
+            f"{result.late_failures(check)} failed late by the reconciler"
+        )
+    if result.failed_expectations:
+        lines += ["expectations FAILED:", *(f"  {line}" for line in result.failed_expectations)]
+    elif result.expect_late_failures:
+        held = ", ".join(f"{c} {n}" for c, n in result.expect_late_failures.items())
+        lines.append(f"expectations held (late failures): {held}")
+    return "\n".join(line.rstrip() for line in lines)
