@@ -5,19 +5,36 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck notebooks clean mutate bench
+.PHONY: demo test lint typecheck notebooks clean mutate bench constraints
 
+# The venv must run Python 3.11+; one made by another Python (or half made) is named, not
+# silently reused: `make clean` removes it.
 $(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "$(PYTHON) is Python %d.%d; the testbed needs 3.11 or newer (make PYTHON=python3.11 ...)" % sys.version_info[:2])'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP_RUN): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+.PHONY: venv-ok
+venv-ok: | $(BIN)/python
+	@$(BIN)/python -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "$(VENV) runs Python %d.%d; remove it with make clean, then make again with Python 3.11+" % sys.version_info[:2])' \
+	  || exit 1
+
+$(STAMP_RUN): pyproject.toml constraints.txt | venv-ok
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[plot]' \
+	  || { echo "install failed: fix the message above, or start over with make clean"; exit 1; }
 	touch $@
 
-$(STAMP_DEV): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(STAMP_DEV): pyproject.toml constraints.txt | venv-ok
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]' \
+	  || { echo "install failed: fix the message above, or start over with make clean"; exit 1; }
 	touch $@ $(STAMP_RUN)
+
+# Upgrade the pinned versions: install the newest the ranges in pyproject.toml allow, freeze.
+constraints: | venv-ok
+	$(BIN)/python -m pip install --quiet --upgrade -e '.[dev,plot]'
+	( echo "# Pinned versions for reproducible installs: make passes this file to pip (-c)."; \
+	  echo "# Upgrade: make constraints (reinstalls from pyproject.toml's ranges, then freezes)."; \
+	  $(BIN)/python -m pip freeze --exclude-editable | grep -v '^platform-simulator' ) > constraints.txt
 
 demo: $(STAMP_RUN)
 	$(BIN)/testbed compare sept25-crash-loop

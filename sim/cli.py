@@ -150,7 +150,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], seed: int) -> None:
     """Re-run each check in the first seed's world with a trace and save the timeline figure."""
     # matplotlib takes a while to import: load it only when a timeline is asked for.
-    from sim.show.plot import save_timeline  # noqa: PLC0415
+    try:
+        from sim.show.plot import save_timeline  # noqa: PLC0415
+    except ModuleNotFoundError as error:
+        raise BadInput(f"--timeline needs matplotlib ({error}): "
+                       "pip install 'platform-simulator-testbed[plot]'") from None
 
     save_timeline(path, loaded, [run(loaded, seed, check, trace=True) for check in checks])
     print(f"timeline written to {path}", file=sys.stderr)

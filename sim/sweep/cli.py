@@ -78,6 +78,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
         console=errors, disable=args.no_progress,
     )
+    if args.heatmap:
+        # Before any work: a missing plotting library must not cost the whole sweep.
+        try:
+            from sim.sweep.heatmap import save_heatmap  # noqa: PLC0415 (matplotlib only when asked)
+        except ModuleNotFoundError as error:
+            raise BadInput(f"--heatmap needs matplotlib ({error}): "
+                           "pip install 'platform-simulator-testbed[plot]'") from None
     with progress:
         task = progress.add_task("sweep", total=sweep.units)
         result = run_sweep(
@@ -86,8 +93,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
     write_rows(out, sweep, result.rows)
     if args.heatmap:
-        from sim.sweep.heatmap import save_heatmap  # noqa: PLC0415 (matplotlib only when asked)
-
         save_heatmap(result.rows, sweep, Path(args.heatmap))
     if result.interrupted:
         errors.print(
