@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
@@ -23,6 +25,8 @@ from sim.show import report
 from sim.sweep.cli import add_sweep_parser
 
 EXIT_OK, EXIT_EXPECTATION, EXIT_BAD_INPUT = 0, 1, 2
+# As a shell reports a command ended by SIGINT (Ctrl-C) or SIGTERM: 128 + the signal.
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
 
 class _Parser(argparse.ArgumentParser):
@@ -300,11 +304,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated(Exception):
+    """SIGTERM arrived: end the command as Ctrl-C would, with the shell's status 143."""
+
+
+def _exit_on_sigterm() -> Any:
+    """Turn SIGTERM into ``_Terminated`` (main thread only); the handler it replaced."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def terminated(signum: int, frame: object) -> None:
+        raise _Terminated
+
+    return signal.signal(signal.SIGTERM, terminated)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``testbed`` console script."""
     args = build_parser().parse_args(argv)
+    previous = _exit_on_sigterm()
     try:
         code: int = args.handler(args)
+    except KeyboardInterrupt:
+        print("testbed: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except _Terminated:
+        print("testbed: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     except BadInput as error:
         print(f"testbed: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -314,6 +340,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         checkcmd.close_all()  # no --check-cmd child outlives the command, whatever happened
     return code
 
