@@ -13,11 +13,11 @@ from typing import Any, NoReturn
 
 from checks import BUILTIN_CHECKS, Check
 from sim import checkcmd, scenario
-from sim.loader import load_checks
+from sim.loader import build_checks, load_checks, setups
 from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
-from sim.publish.compare import compare
+from sim.publish.compare import SCHEMA_VERSION, compare
 from sim.publish.world import run
-from sim.recording import Recorder, load_recordings, replay_all
+from sim.recording import Recorder, load_recordings, replay_all, replay_json
 from sim.rollout import config as rollout_config
 from sim.rollout.cli import add_lint_timing_parser, add_rollout_parser
 from sim.scenario import BadInput, parse_value
@@ -27,6 +27,17 @@ from sim.sweep.cli import add_sweep_parser
 EXIT_OK, EXIT_EXPECTATION, EXIT_BAD_INPUT = 0, 1, 2
 # As a shell reports a command ended by SIGINT (Ctrl-C) or SIGTERM: 128 + the signal.
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+
+#: Where a check's options come from (also in the README, "Check options").
+PRECEDENCE = (
+    "check options, lowest first: the check's own default < the scenario's [check] table, "
+    "for each key the scenario sets (in the file or by --set check.KEY=...) and the check "
+    "declares as a field < --check-opt KEY=VALUE, for every chosen check declaring KEY "
+    "(--check-opt NAME.KEY=VALUE: check NAME alone). An option no chosen check declares, or a "
+    "value of the wrong type, is bad input (exit 2). A --check-cmd check gets the whole [check] "
+    "table and every --check-opt. The report's header says which options each check ran with "
+    "and where each came from."
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -114,17 +125,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.runs < 1:
         raise BadInput(f"--runs: must be at least 1 (got {args.runs})")
     names_asked = checkcmd.with_commands(args.check, args)
-    checks = load_checks(names_asked, loaded.check.model_dump(), _options(args.check_opt))
-    names = [getattr(c, "name", "") for c in checks]
+    built = build_checks(names_asked, loaded.check, _options(args.check_opt))
+    checks = [b.check for b in built]
+    names = [b.setup.name for b in built]
     for key in loaded.expect:
         if key not in BUILTIN_CHECKS and key not in names:
             raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)})")
     seed = loaded.seed if args.seed is None else args.seed
     if seed < 0:
         raise BadInput(f"--seed: must be 0 or more (got {seed})")
-    recorder = Recorder(
-        loaded.platform.epoch_ms + round(loaded.publish.at_s * 1000), loaded.check.model_dump()
-    )
+    recorder = Recorder(loaded.publish_started_ms, loaded.check.model_dump(), setups(built))
     seeds: Iterable[int] = range(seed, seed + args.runs)
     # A bar on stderr for long comparisons, only where a person watches (never in CI logs).
     if args.runs >= 50 and sys.stderr.isatty():
@@ -133,22 +143,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         seeds = track(seeds, description=loaded.name, total=args.runs, transient=True,
                       console=Console(stderr=True))
-    result = compare(loaded, checks, seeds, on_result=recorder if args.record else None)
+    result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
+                     setups=setups(built))
     if args.record:
         recorder.save(args.record)
         print(f"looks recorded to {args.record}", file=sys.stderr)
     if args.timeline:
         write_timeline(args.timeline, loaded, checks, seed)
     if args.json:
-        print(json.dumps(result, indent=None, separators=(",", ":")))
+        print(json.dumps(result.to_json(), indent=None, separators=(",", ":")))
     else:
         if args.runs == 1:
-            print(report.side_by_side(result, result["runs"][0]))
+            print(report.side_by_side(result, result.seeds[0], debug=args.debug))
         else:
-            print(report.summary(result))
+            print(report.summary(result, debug=args.debug))
         if text := report.expectations(result):
             print(text)
-    return EXIT_EXPECTATION if result["expectations_failed"] else EXIT_OK
+    return EXIT_EXPECTATION if result.expectations_failed else EXIT_OK
 
 
 def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], seed: int) -> None:
@@ -169,9 +180,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     recordings = load_recordings(args.recording, args.at_ms, args.publish_ms)
     rows = replay_all(recordings, checkcmd.with_commands(args.check, args), _options(args.check_opt))
     if args.json:
-        print(json.dumps({"recording": args.recording, "results": rows}, separators=(",", ":")))
+        print(json.dumps(replay_json(args.recording, rows), separators=(",", ":")))
         return EXIT_OK
-    print(report.replayed(args.recording, rows))
+    print(report.replayed(args.recording, rows, debug=args.debug))
     return EXIT_OK
 
 
@@ -180,22 +191,39 @@ def cmd_checks(args: argparse.Namespace) -> int:
     if args.runs < 1:
         raise BadInput(f"--runs: must be at least 1 (got {args.runs})")
     reports = []
-    names = checkcmd.with_commands(list(BUILTIN_CHECKS) if args.check_cmd else [], args)
+    asked = args.check or (list(BUILTIN_CHECKS) if args.check_cmd else [])
+    names = checkcmd.with_commands(asked, args)
+    extra = _options(args.check_opt)
+    rules: dict[str, str] = {}
     for name in scenario.shipped():
         loaded = scenario.load(name)
-        checks = load_checks(names, loaded.check.model_dump())
-        reports.append(compare(loaded, checks, range(loaded.seed, loaded.seed + args.runs)))
-    rules = {
-        name: (cls.__doc__ or "").strip().splitlines()[0].replace("``", "`")
-        for name, cls in BUILTIN_CHECKS.items()
-    }
+        built = build_checks(names, loaded.check, extra)
+        reports.append(compare(loaded, [b.check for b in built],
+                               range(loaded.seed, loaded.seed + args.runs), setups=setups(built)))
+        rules = {b.setup.name: _rule(b.check) for b in built}
     rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
     if args.json:
-        summary = {r["scenario"]: r["summary"] for r in reports}
-        print(json.dumps({"rules": rules, "runs": args.runs, "outcomes": summary}))
+        summary = {
+            r.scenario: {check: counts.to_json() for check, counts in r.summary.items()}
+            for r in reports
+        }
+        print(json.dumps({"schema_version": SCHEMA_VERSION, "rules": rules, "runs": args.runs,
+                          "outcomes": summary}))
     else:
         print(report.checks_table(rules, reports, args.runs))
     return EXIT_OK
+
+
+def _rule(check: Check) -> str:
+    """The first line of a check's docstring (its class's): the rule it models."""
+    doc = type(check).__doc__ or ""
+    lines = doc.strip().splitlines()
+    return lines[0].replace("``", "`") if lines else "(no docstring)"
+
+
+def _add_debug(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of a check that raised")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -217,6 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run checks side by side in the same simulated world",
         description="Run each check in the same simulated world (same seed) and compare "
         "verdicts, outcomes against the ground truth, and what each cost the site.",
+        epilog=PRECEDENCE,
     )
     comp.add_argument("scenario", help="a shipped scenario name (see `testbed list`) or a .toml path")
     comp.add_argument(
@@ -225,8 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
         "repeat for several (default: all built-ins)",
     )
     comp.add_argument(
-        "--check-opt", action="append", default=[], metavar="KEY=VALUE",
-        help="an option for a user check class (repeatable)",
+        "--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
+        help="an option for every chosen check declaring KEY, built-in or yours, or for check "
+        "NAME alone (repeatable; overrides the scenario's [check], see below)",
     )
     comp.add_argument("--seed", type=int, help="seed of the first world (default: the scenario's)")
     comp.add_argument("--runs", type=int, default=1, help="run seeds SEED … SEED+N-1 (default 1)")
@@ -243,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--record", metavar="LOOKS.jsonl",
         help="write every look of every run as Fly Machines API JSON, one look per line",
     )
+    _add_debug(comp)
     checkcmd.add_arguments(comp)
     comp.set_defaults(handler=cmd_compare)
 
@@ -271,9 +302,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="a built-in check or package.module:name (default: all built-ins; a run "
         "recorded by the simulator goes to the check that recorded it)",
     )
-    rep.add_argument("--check-opt", action="append", default=[], metavar="KEY=VALUE",
-                     help="an option for a user check class (repeatable)")
+    rep.add_argument("--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
+                     help="an option for every chosen check declaring KEY, or for check NAME "
+                     "(repeatable; overrides the recording's check_options)")
     rep.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    _add_debug(rep)
     checkcmd.add_arguments(rep)
     rep.set_defaults(handler=cmd_replay)
 
@@ -282,6 +315,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the built-in checks, the rule each models, and its outcomes on every scenario",
     )
     table.add_argument("--runs", type=int, default=10, help="seeds per scenario (default 10)")
+    table.add_argument(
+        "--check", action="append", default=[], metavar="NAME",
+        help="a built-in check or package.module:name (default: all built-ins); repeatable",
+    )
+    table.add_argument("--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
+                       help="an option for the checks declaring KEY (as in compare)")
     table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     checkcmd.add_arguments(table)
     table.set_defaults(handler=cmd_checks)

@@ -1,4 +1,19 @@
-"""Checks by name: the built-ins, or a user's object given as ``package.module:name``."""
+"""Checks by name: the built-ins, or a user's object given as ``package.module:name``.
+
+Where a check's options come from, lowest first (``docs``: README "Check options"):
+
+1. the check's own default (the field's default on the class);
+2. the scenario's ``[check]`` table, for each key the scenario SETS (in the file or by
+   ``--set check.KEY=…``) and the check declares as a field; a key the scenario leaves
+   out never reaches a check, so a user check declaring ``poll_s = 5`` runs at 5 s
+   (the table's own defaults are the built-ins' defaults, a test pins that);
+3. ``--check-opt KEY=VALUE`` for every chosen check that declares ``KEY``
+   (``--check-opt NAME.KEY=VALUE`` for check ``NAME`` alone); an option no chosen check
+   declares, or a value of the wrong type, is bad input.
+
+A ``cmd:`` check declares no fields: it gets the whole ``[check]`` table and every
+``--check-opt`` in each request, as the check protocol says.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +22,102 @@ import dataclasses
 import importlib
 import importlib.util
 import inspect
-from collections.abc import Mapping
+import typing
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from types import MappingProxyType, ModuleType
+from typing import Any, Literal
 
-from checks import BUILTIN_CHECKS, Check, make_check
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from checks import BUILTIN_CHECKS, Check
+from checks.drive import check_name
 from sim import checkcmd
 from sim.scenario import BadInput
+
+Source = Literal["default", "scenario", "recording", "--check-opt"]
+_NO_DEFAULT = object()
+
+
+def _plain(value: Any) -> Any:
+    """``value`` if JSON holds it as it is, else its repr."""
+    return value if value is None or isinstance(value, str | int | float | bool) else repr(value)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOption:
+    """One option a check ran with, and where its value came from."""
+
+    key: str
+    value: Any
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
+class CheckSetup:
+    """How one check was built: its name, how it was asked for, its options."""
+
+    name: str
+    spec: str
+    options: tuple[CheckOption, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """``{key: {"value", "source"}}``, in field order (a value JSON cannot hold: its repr)."""
+        return {o.key: {"value": _plain(o.value), "source": o.source} for o in self.options}
+
+    def values(self) -> dict[str, Any]:
+        """The options as ``{key: value}``, those JSON can hold (for a recording)."""
+        return {o.key: o.value for o in self.options if _plain(o.value) is o.value}
+
+    def describe(self) -> str:
+        """``key=value (source), …`` on one line, or a word when it has none."""
+        if not self.options:
+            return "no options"
+        return ", ".join(f"{o.key}={o.value!r} ({o.source})" for o in self.options)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedCheck:
+    """A built check and how it was built."""
+
+    check: Check
+    setup: CheckSetup
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioOptions:
+    """A scenario's ``[check]`` table: every value (for ``cmd:`` checks) and those it set."""
+
+    values: Mapping[str, Any]
+    explicit: frozenset[str]
+    #: What to call a value from here: ``scenario``, or ``recording`` in a replay.
+    source: Source = "scenario"
+
+    @classmethod
+    def of(cls, table: BaseModel | Mapping[str, Any], source: Source = "scenario") -> ScenarioOptions:
+        """From a validated ``[check]`` table (its set keys), or a mapping (all of it set)."""
+        if isinstance(table, BaseModel):
+            return cls(MappingProxyType(table.model_dump()), frozenset(table.model_fields_set),
+                       source)
+        return cls(MappingProxyType(dict(table)), frozenset(table), source)
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    default: Any
+    hint: Any
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """What a check-list entry names, before it is built."""
+
+    spec: str
+    name: str
+    fields: tuple[_Field, ...] | None  # None: takes any option (a cmd: check)
+    build: Any  # Callable[[dict[str, Any]], Check]
 
 
 def _import(module_name: str) -> ModuleType:
@@ -32,7 +135,45 @@ def _import(module_name: str) -> ModuleType:
     return module
 
 
-def _user_check(spec: str, options: Mapping[str, Any], extra: Mapping[str, Any]) -> Check:
+def _fields(cls: type[Any]) -> tuple[_Field, ...]:
+    """A class's options: dataclass fields, else its constructor's keyword parameters."""
+    try:
+        hints = typing.get_type_hints(cls if dataclasses.is_dataclass(cls) else cls.__init__)
+    except Exception:  # a hint that cannot be resolved: that field is not type-checked
+        hints = {}
+    if dataclasses.is_dataclass(cls):
+        found = []
+        for f in dataclasses.fields(cls):
+            if not f.init:
+                continue
+            default = f.default
+            if default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
+                default = f.default_factory()
+            found.append(_Field(f.name, _NO_DEFAULT if default is dataclasses.MISSING else default,
+                                hints.get(f.name)))
+        return tuple(found)
+    params = inspect.signature(cls).parameters.values()
+    return tuple(
+        _Field(p.name, _NO_DEFAULT if p.default is p.empty else p.default, hints.get(p.name))
+        for p in params
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    )
+
+
+def _class_target(spec: str, cls: type[Any], name: str) -> _Target:
+    def build(kwargs: dict[str, Any]) -> Check:
+        try:
+            made: Check = cls(**kwargs)
+        except Exception as error:
+            raise BadInput(f"--check {spec}: cannot build it ({error})") from None
+        return made
+
+    declared = getattr(cls, "name", None)
+    return _Target(spec, declared if isinstance(declared, str) and declared else name,
+                   _fields(cls), build)
+
+
+def _user_target(spec: str) -> _Target:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise BadInput(
@@ -46,42 +187,140 @@ def _user_check(spec: str, options: Mapping[str, Any], extra: Mapping[str, Any])
     if target is None:
         raise BadInput(f"--check {spec}: {module_name} has no attribute {attr!r}")
     if inspect.isclass(target):
-        # A class gets the scenario's timing it declares, then the user's --check-opt values.
-        fields = (
-            {f.name for f in dataclasses.fields(target)}
-            if dataclasses.is_dataclass(target)
-            else set(inspect.signature(target).parameters)
-        )
-        kwargs = {k: v for k, v in options.items() if k in fields} | dict(extra)
-        try:
-            target = target(**kwargs)
-        except Exception as error:
-            raise BadInput(f"--check {spec}: cannot build it ({error})") from None
-    elif extra:
-        raise BadInput(f"--check-opt given, but {spec} is an object, not a class")
-    if not callable(getattr(target, "next", None)):
-        raise BadInput(f"--check {spec}: has no next(publish_started_ms, looks) method")
-    if not isinstance(getattr(target, "name", None), str):
+        return _class_target(spec, target, attr)
+    obj = target
+    return _Target(spec, check_name(obj) if hasattr(obj, "name") else attr, (), lambda _: obj)
+
+
+def _target(spec: str) -> _Target:
+    if spec in BUILTIN_CHECKS:
+        return _class_target(spec, BUILTIN_CHECKS[spec], spec)
+    if spec.startswith(checkcmd.SPEC_PREFIX):
+        command = checkcmd.parse_spec(spec)
+        return _Target(spec, command.name, None, command.build)
+    if ":" in spec:
+        return _user_target(spec)
+    known = ", ".join(BUILTIN_CHECKS)
+    raise BadInput(f"--check {spec!r}: unknown check (built-in: {known})")
+
+
+def _finish(target: _Target, check: Check) -> Check:
+    if not callable(getattr(check, "next", None)):
+        raise BadInput(f"--check {target.spec}: has no next(publish_started_ms, looks) method")
+    if not isinstance(getattr(check, "name", None), str):
         with contextlib.suppress(AttributeError):
-            setattr(target, "name", attr)  # noqa: B010 -- target is an arbitrary user object
-    check: Check = target  # type: ignore[assignment]  # it has next(): checked above
+            setattr(check, "name", target.name)  # noqa: B010 -- an arbitrary user object
     return check
 
 
-def load_checks(
-    names: list[str], options: Mapping[str, Any], extra: Mapping[str, Any] | None = None
-) -> list[Check]:
-    """Build the named checks (default: every built-in) with the scenario's [check] options."""
-    built: list[Check] = []
-    for name in names or list(BUILTIN_CHECKS):
-        if name in BUILTIN_CHECKS:
-            built.append(make_check(name, options))
-        elif name.startswith(checkcmd.SPEC_PREFIX):
-            # A check in another language gets the same timing, plus --check-opt, per request.
-            built.append(checkcmd.parse_spec(name).build({**options, **(extra or {})}))
-        elif ":" in name:
-            built.append(_user_check(name, options, extra or {}))
+def _typed(target: _Target, item: _Field, value: Any, where: str) -> Any:
+    """``value`` as the field's declared type, or BadInput.
+
+    Strict, so ``"yes"`` is no bool and ``1.5`` no int; an int for a float is widened.
+    """
+    if item.hint is None:
+        return value
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(item.hint)
+    except Exception:  # a hint pydantic cannot check (an arbitrary class): taken as given
+        return value
+    try:
+        return adapter.validate_python(value, strict=True)
+    except ValidationError as error:
+        rule = error.errors()[0]["msg"].rstrip(".").lower()
+        raise BadInput(f"{where} {item.name}={value!r}: {target.name}.{item.name}: {rule}") from None
+
+
+def _scoped(extra: Mapping[str, Any], targets: Sequence[_Target]) -> list[dict[str, Any]]:
+    """Each target's ``--check-opt`` values; BadInput for an option nobody takes."""
+    names = {t.name for t in targets}
+    mine: list[dict[str, Any]] = [{} for _ in targets]
+    for key, value in extra.items():
+        owner, dot, field = key.rpartition(".")
+        if dot and owner not in names:
+            raise BadInput(f"--check-opt {key}: no chosen check is named {owner!r} "
+                           f"(chosen: {', '.join(sorted(names))})")
+        chosen = [i for i, t in enumerate(targets) if not dot or t.name == owner]
+        takers = [i for i in chosen
+                  if targets[i].fields is None or field in {f.name for f in targets[i].fields or ()}]
+        if not takers:
+            fields = "; ".join(
+                f"{targets[i].name}: {', '.join(f.name for f in targets[i].fields or ()) or 'none'}"
+                for i in chosen
+            )
+            raise BadInput(f"--check-opt {field}: no chosen check has this option ({fields})")
+        for i in takers:
+            mine[i][field] = value
+    return mine
+
+
+def _build(target: _Target, scenario: ScenarioOptions, extra: Mapping[str, Any]) -> LoadedCheck:
+    if target.fields is None:  # a cmd: check: the whole table and every option, per request
+        values = {**scenario.values, **extra}
+        options = tuple(
+            CheckOption(k, v, "--check-opt" if k in extra
+                        else scenario.source if k in scenario.explicit else "default")
+            for k, v in values.items()
+        )
+        return LoadedCheck(_finish(target, target.build(values)),
+                           CheckSetup(target.name, target.spec, options))
+    kwargs: dict[str, Any] = {}
+    options_list = []
+    where = "[check]" if scenario.source == "scenario" else "recorded check_options"
+    for item in target.fields:
+        source: Source
+        if item.name in extra:
+            value, source = _typed(target, item, extra[item.name], "--check-opt"), "--check-opt"
+        elif item.name in scenario.explicit and item.name in scenario.values:
+            value = _typed(target, item, scenario.values[item.name], where)
+            source = scenario.source
         else:
-            known = ", ".join(BUILTIN_CHECKS)
-            raise BadInput(f"--check {name!r}: unknown check (built-in: {known})")
+            if item.default is not _NO_DEFAULT:
+                options_list.append(CheckOption(item.name, item.default, "default"))
+            continue
+        kwargs[item.name] = value
+        options_list.append(CheckOption(item.name, value, source))
+    check = _finish(target, target.build(kwargs))
+    return LoadedCheck(check, CheckSetup(check_name(check), target.spec, tuple(options_list)))
+
+
+def build_checks(
+    names: Sequence[str],
+    scenario: BaseModel | Mapping[str, Any],
+    extra: Mapping[str, Any] | None = None,
+    source: Source = "scenario",
+) -> list[LoadedCheck]:
+    """Build the named checks (default: every built-in) and say which options each got.
+
+    ``scenario`` is the ``[check]`` table (validated: only its set keys apply; a plain
+    mapping: all of it). Two checks with the same name are bad input: results are keyed
+    by name.
+    """
+    targets = [_target(spec) for spec in names or list(BUILTIN_CHECKS)]
+    table = ScenarioOptions.of(scenario, source)
+    built = [
+        _build(t, table, mine)
+        for t, mine in zip(targets, _scoped(extra or {}, targets), strict=True)
+    ]
+    seen: dict[str, str] = {}
+    for loaded in built:
+        name = loaded.setup.name
+        if name in seen:
+            raise BadInput(f"--check {loaded.setup.spec}: another chosen check "
+                           f"({seen[name]}) is also named {name!r}; names must differ")
+        seen[name] = loaded.setup.spec
     return built
+
+
+def load_checks(
+    names: Sequence[str],
+    options: BaseModel | Mapping[str, Any],
+    extra: Mapping[str, Any] | None = None,
+) -> list[Check]:
+    """Build the named checks (default: every built-in); see ``build_checks``."""
+    return [loaded.check for loaded in build_checks(names, options, extra)]
+
+
+def setups(loaded: Collection[LoadedCheck]) -> tuple[CheckSetup, ...]:
+    """The setups of built checks, in order."""
+    return tuple(item.setup for item in loaded)

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import traceback
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,24 +28,36 @@ from checks.flyjson import (
     read_recordings,
     replay,
 )
-from sim.loader import load_checks
+from sim.loader import CheckSetup, build_checks
+from sim.publish.compare import SCHEMA_VERSION
 from sim.publish.world import RunResult
 from sim.scenario import BadInput
 
 
 class Recorder:
-    """Collects the looks of every run as JSON Lines; ``save`` writes them atomically."""
+    """Collects the looks of every run as JSON Lines; ``save`` writes them atomically.
 
-    def __init__(self, publish_started_ms: int, check_options: Mapping[str, Any]) -> None:
+    Each run's ``check_options`` are the options its check ran with (``setups``), so a
+    replay builds it the same way; a check with no setup gets ``check_options``.
+    """
+
+    def __init__(
+        self,
+        publish_started_ms: int,
+        check_options: Mapping[str, Any],
+        setups: Sequence[CheckSetup] = (),
+    ) -> None:
         self.publish_started_ms = publish_started_ms
         self.check_options = dict(check_options)
+        self.per_check = {s.name: s.values() for s in setups}
         self.lines: list[str] = []
 
     def __call__(self, result: RunResult) -> None:
         """Record one run's looks, labelled ``check/seed=N`` so a file can hold many runs."""
         label = f"{result.check}/seed={result.seed}"
+        options = self.per_check.get(result.check, self.check_options)
         self.lines += [
-            look_to_json(recorded.look, self.publish_started_ms, label, self.check_options)
+            look_to_json(recorded.look, self.publish_started_ms, label, options)
             for recorded in result.looks
         ]
 
@@ -92,49 +106,93 @@ def load_recordings(
     return recordings
 
 
+@dataclass(frozen=True, slots=True)
+class ReplayRow:
+    """What one check concluded from one recorded run."""
+
+    run: str | None
+    check: str
+    verdict: str | None
+    reason: str
+    machine: str | None
+    decided_at_s: float | None
+    looks_used: int
+    looks_recorded: int
+    setup: CheckSetup
+    #: The traceback of the check's own exception, when it raised (``--debug`` shows it).
+    error_detail: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as the ``replay --json`` document gives it."""
+        return {
+            "run": self.run,
+            "check": self.check,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "machine": self.machine,
+            "decided_at_s": self.decided_at_s,
+            "looks_used": self.looks_used,
+            "looks_recorded": self.looks_recorded,
+            "check_options": self.setup.to_json(),
+        }
+
+
+def replay_json(path: str, rows: Sequence[ReplayRow]) -> dict[str, Any]:
+    """The ``replay --json`` document."""
+    return {"schema_version": SCHEMA_VERSION, "recording": path,
+            "results": [row.to_json() for row in rows]}
+
+
 def replay_all(
     recordings: Sequence[Recording], names: list[str], extra: Mapping[str, Any]
-) -> list[dict[str, Any]]:
+) -> list[ReplayRow]:
     """Feed each recorded run to the named checks (default: every built-in).
 
-    Checks are built with the timing the run was recorded with, if it says. A run the
-    simulator labelled ``NAME/seed=N`` goes to check NAME alone when that check is
-    among the chosen ones (those are the looks it asked for); any other run goes to all.
+    Checks are built with the options the run was recorded with, if it says (source
+    ``recording``, in place of the scenario's). A run the simulator labelled
+    ``NAME/seed=N`` goes to check NAME alone when that check is among the chosen ones
+    (those are the looks it asked for); any other run goes to all.
     """
     rows = []
     for recording in recordings:
-        checks = load_checks(names, recording.check_options or {}, extra)
+        built = build_checks(names, recording.check_options or {}, extra, source="recording")
         recorded_by = (recording.run or "").split("/")[0]
-        chosen = [c for c in checks if c.name == recorded_by] or list(checks)
-        for check in chosen:
+        chosen = [b for b in built if b.setup.name == recorded_by] or list(built)
+        for loaded in chosen:
             try:
-                result = replay(check, recording.publish_started_ms, recording.looks)
+                result = replay(loaded.check, recording.publish_started_ms, recording.looks)
             except Exception as error:  # a user's check may raise anything: it is its outcome
-                rows.append(_row(recording, check.name, None, (), f"check raised {error!r}"))
+                detail = "".join(traceback.format_exception(error))
+                rows.append(_row(recording, loaded.setup, None, (), f"check raised {error!r}",
+                                 detail=detail))
                 continue
-            rows.append(_row(recording, check.name, result.verdict, result.looks, None))
+            rows.append(_row(recording, loaded.setup, result.verdict, result.looks, None))
     return rows
 
 
 def _row(
     recording: Recording,
-    check: str,
+    setup: CheckSetup,
     verdict: Verdict | None,
     fed: Sequence[Look],
     error: str | None,
-) -> dict[str, Any]:
+    *,
+    detail: str | None = None,
+) -> ReplayRow:
     if error is None and verdict is None:
         error = "the recording ran out of looks before the check decided"
     decided = None
     if verdict is not None and fed:
         decided = (fed[-1].at_ms - recording.publish_started_ms) / 1000
-    return {
-        "run": recording.run,
-        "check": check,
-        "verdict": None if verdict is None else ("pass" if verdict.ok else "fail"),
-        "reason": error if verdict is None else verdict.reason,
-        "machine": None if verdict is None else verdict.machine,
-        "decided_at_s": decided,
-        "looks_used": len(fed),
-        "looks_recorded": len(recording.looks),
-    }
+    return ReplayRow(
+        run=recording.run,
+        check=setup.name,
+        verdict=None if verdict is None else ("pass" if verdict.ok else "fail"),
+        reason=(error or "") if verdict is None else verdict.reason,
+        machine=None if verdict is None else verdict.machine,
+        decided_at_s=decided,
+        looks_used=len(fed),
+        looks_recorded=len(recording.looks),
+        setup=setup,
+        error_detail=detail,
+    )

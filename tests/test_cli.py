@@ -12,6 +12,7 @@ import pytest
 from checks import BUILTIN_CHECKS
 from sim import scenario
 from sim.cli import main
+from sim.scenario import OUTCOMES
 
 
 def _testbed(*args: str) -> subprocess.CompletedProcess[str]:
@@ -40,8 +41,10 @@ def test_compare_json_has_the_contract_shape(capsys):
         "late_failure_at_s", "site", "looks",
     }
     assert set(result["site"]) == {"requests", "served", "not_found", "bad_gateway", "down_s"}
-    assert report["summary"]["count"] == {"missed": 1}
-    assert report["summary"]["timestamp"] == {"caught": 1}
+    # Every outcome is listed, zero counts included (issue 13: zeros used to be dropped).
+    assert report["summary"]["count"] == dict.fromkeys(OUTCOMES, 0) | {"missed": 1}
+    assert report["summary"]["timestamp"] == dict.fromkeys(OUTCOMES, 0) | {"caught": 1}
+    assert report["schema_version"] == 1
     assert list(report["summary"]) == list(BUILTIN_CHECKS)
 
 

@@ -1,13 +1,131 @@
-"""Run several checks in the same worlds and gather their results as plain data."""
+"""Run several checks in the same worlds and gather their results as frozen typed values.
+
+``Comparison.to_json()`` gives the ``--json`` document (``SCHEMA_VERSION`` on top); the
+text reports (``sim.show.report``) are rendered from the same values.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from checks import Check, Event
+from checks.drive import check_name
+from sim.loader import CheckSetup
 from sim.publish.world import RecordedLook, RunResult, ground_truth, run_checks
-from sim.scenario import OUTCOMES, Scenario
+from sim.scenario import OUTCOMES, Outcome, Scenario
+
+#: The version of every ``--json`` document of compare, checks and replay: bumped when a
+#: field changes meaning or goes away (adding a field does not bump it).
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeCounts:
+    """How many runs ended in each outcome; zero counts are kept, in ``OUTCOMES`` order."""
+
+    caught: int = 0
+    missed: int = 0
+    passed: int = 0
+    false_alarm: int = 0
+    blind: int = 0
+    undecided: int = 0
+    error: int = 0
+
+    def count(self, outcome: str) -> int:
+        """The count of one outcome."""
+        value: int = getattr(self, outcome)
+        return value
+
+    def plus(self, outcome: Outcome) -> OutcomeCounts:
+        """These counts with one more run of ``outcome``."""
+        return dataclasses.replace(self, **{outcome: self.count(outcome) + 1})
+
+    @property
+    def total(self) -> int:
+        """Every run counted."""
+        return sum(self.count(o) for o in OUTCOMES)
+
+    def nonzero(self) -> dict[str, int]:
+        """The outcomes that happened, with their counts."""
+        return {o: self.count(o) for o in OUTCOMES if self.count(o)}
+
+    def to_json(self) -> dict[str, int]:
+        """Every outcome with its count, zeros included."""
+        return {o: self.count(o) for o in OUTCOMES}
+
+
+@dataclass(frozen=True, slots=True)
+class SeedRun:
+    """Every check's result in one seed's world."""
+
+    seed: int
+    release_bad: bool
+    results: tuple[RunResult, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectationMiss:
+    """A scenario's ``[expect]`` for a check that did not hold on one seed."""
+
+    seed: int
+    check: str
+    expected: Outcome
+    outcome: Outcome
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"seed", "check", "expected", "outcome"}``."""
+        return {"seed": self.seed, "check": self.check, "expected": self.expected,
+                "outcome": self.outcome}
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Several checks over the same seeds' worlds of one scenario."""
+
+    scenario: str
+    description: str
+    publish_started_ms: int
+    checks: tuple[str, ...]
+    seeds: tuple[SeedRun, ...]
+    summary: Mapping[str, OutcomeCounts]
+    #: The scenario's ``[expect]`` for the checks that ran (only those are judged).
+    expect: Mapping[str, Outcome]
+    #: Checks the scenario expects something of, but which did not run.
+    expect_not_run: tuple[str, ...]
+    expectations_failed: tuple[ExpectationMiss, ...]
+    #: How each check was built (options and their sources), when the caller says.
+    setups: tuple[CheckSetup, ...] = ()
+
+    def results_of(self, check: str) -> tuple[RunResult, ...]:
+        """One check's results, a seed after another."""
+        return tuple(r for run in self.seeds for r in run.results if r.check == check)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` document (README "Using it")."""
+        doc: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "scenario": self.scenario,
+            "description": self.description,
+            "runs": [
+                {
+                    "seed": run.seed,
+                    "release_bad": run.release_bad,
+                    "results": [result_json(r, self.publish_started_ms) for r in run.results],
+                }
+                for run in self.seeds
+            ],
+            "summary": {name: counts.to_json() for name, counts in self.summary.items()},
+            "expect": dict(self.expect),
+            "expect_not_run": list(self.expect_not_run),
+            "expectations_failed": [miss.to_json() for miss in self.expectations_failed],
+        }
+        if self.setups:
+            doc["check_options"] = {s.name: s.to_json() for s in self.setups}
+        return doc
 
 
 def _event_json(event: Event, publish_started_ms: int) -> dict[str, Any]:
@@ -48,12 +166,23 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
+def verdict_word(result: RunResult) -> str | None:
+    """``pass``, ``fail``, or None when the check gave no verdict."""
+    verdict = result.verdict
+    return None if verdict is None else ("pass" if verdict.ok else "fail")
+
+
+def reason(result: RunResult) -> str:
+    """The verdict's reason, or the error that stood in for a verdict."""
+    return (result.error or "") if result.verdict is None else result.verdict.reason
+
+
 def result_json(result: RunResult, publish_started_ms: int) -> dict[str, Any]:
     """One check's result in one world, in the shape the CLI contract gives."""
     verdict = result.verdict
     return {
         "check": result.check,
-        "verdict": None if verdict is None else ("pass" if verdict.ok else "fail"),
+        "verdict": verdict_word(result),
         "reason": result.error if verdict is None else verdict.reason,
         "machine": None if verdict is None else verdict.machine,
         "decided_at_s": _round(result.decided_at_s),
@@ -76,42 +205,39 @@ def compare(
     checks: Sequence[Check],
     seeds: Iterable[int],
     on_result: Callable[[RunResult], None] | None = None,
-) -> dict[str, Any]:
+    setups: Sequence[CheckSetup] = (),
+) -> Comparison:
     """Every check in every seed's world; the release's badness is judged once per seed.
 
-    ``on_result`` sees each run's full result (e.g. to record its looks) as it finishes.
+    ``on_result`` sees each run's full result (e.g. to record its looks) as it finishes;
+    ``setups`` (from ``sim.loader.build_checks``) say which options each check ran with.
     """
-    publish_started_ms = scenario.platform.epoch_ms + round(scenario.publish.at_s * 1000)
+    names = tuple(check_name(c) for c in checks)
+    if len(set(names)) != len(names):
+        raise ValueError(f"two checks share a name: {', '.join(names)}")
+    counts = dict.fromkeys(names, OutcomeCounts())
     runs = []
-    summary: dict[str, dict[str, int]] = {
-        getattr(c, "name", type(c).__name__): dict.fromkeys(OUTCOMES, 0) for c in checks
-    }
     failures = []
     for seed in seeds:
-        results = run_checks(scenario, seed, checks)
+        results = tuple(run_checks(scenario, seed, checks))
         bad = results[0].bad if results else ground_truth(scenario, seed)
         for result in results:
             if on_result is not None:
                 on_result(result)
-            summary[result.check][result.outcome] += 1
+            counts[result.check] = counts[result.check].plus(result.outcome)
             expected = scenario.expect.get(result.check)
             if expected is not None and expected != result.outcome:
-                failures.append(
-                    {"seed": seed, "check": result.check, "expected": expected,
-                     "outcome": result.outcome}
-                )
-        runs.append(
-            {
-                "seed": seed,
-                "release_bad": bad,
-                "results": [result_json(r, publish_started_ms) for r in results],
-            }
-        )
-    return {
-        "scenario": scenario.name,
-        "description": scenario.description,
-        "runs": runs,
-        "summary": {name: {k: v for k, v in counts.items() if v} for name, counts in summary.items()},
-        "expect": dict(scenario.expect),
-        "expectations_failed": failures,
-    }
+                failures.append(ExpectationMiss(seed, result.check, expected, result.outcome))
+        runs.append(SeedRun(seed, bad, results))
+    return Comparison(
+        scenario=scenario.name,
+        description=scenario.description,
+        publish_started_ms=scenario.publish_started_ms,
+        checks=names,
+        seeds=tuple(runs),
+        summary=MappingProxyType(counts),
+        expect=MappingProxyType({k: v for k, v in scenario.expect.items() if k in names}),
+        expect_not_run=tuple(k for k in scenario.expect if k not in names),
+        expectations_failed=tuple(failures),
+        setups=tuple(setups),
+    )

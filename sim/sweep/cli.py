@@ -22,7 +22,7 @@ from rich.text import Text
 
 from sim.settings import BadInput
 from sim.sweep.file import load_sweep
-from sim.sweep.output import check_out_path, summary_table, write_rows
+from sim.sweep.output import check_out_path, summarise, summary_table, write_rows
 from sim.sweep.run import run_sweep
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
@@ -102,9 +102,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     elif not args.json:
         errors.print(f"{len(result.rows)} rows in {out} ({result.elapsed_s:.1f} s)",
                      highlight=False)
+    summary = result.summary or summarise(result)
     if args.json:
-        print(json.dumps(result.summary | {"out": str(out), "wall_s": round(result.elapsed_s, 3)},
+        print(json.dumps(summary.to_json() | {"out": str(out), "wall_s": round(result.elapsed_s, 3)},
                          separators=(",", ":")))
     else:
-        print(summary_table(result.summary))
+        print(summary_table(summary))
     return EXIT_INTERRUPTED if result.interrupted else EXIT_OK

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from sim.sweep.units import check_names
+
 if TYPE_CHECKING:
     from sim.sweep import Sweep
 
@@ -98,7 +100,9 @@ def save_heatmap(rows: Sequence[Row], sweep: Sweep, path: Path) -> None:
         )
         return
     x, y = sweep.heatmap or (sweep.keys[0], sweep.keys[1])
-    figure = heatmap(rows, x, y, list(sweep.checks), title=f"{sweep.name}: where checks miss")
+    # Panels by the names rows carry (a user's ``file.py:Obj`` reports as its ``name``).
+    figure = heatmap(rows, x, y, list(check_names(sweep)),
+                     title=f"{sweep.name}: where checks miss")
     figure.savefig(path, dpi=110)
 
 

@@ -8,64 +8,132 @@ import json
 import os
 import statistics
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from sim import scenario as scenarios
+from sim.publish.compare import SCHEMA_VERSION, OutcomeCounts
 from sim.settings import BadInput
-from sim.sweep.units import Row, columns
+from sim.sweep.units import Row, check_names, columns
 
 if TYPE_CHECKING:
     from sim.sweep.file import Sweep
     from sim.sweep.run import SweepResult
 
 
-def summarise(result: SweepResult) -> dict[str, Any]:
-    """Per check: miss rate over bad worlds, false-alarm rate over good ones, median time."""
-    sweep = result.sweep
-    checks: dict[str, Any] = {}
-    for name in sweep.checks:
-        mine = [r for r in result.rows if r["check"] == name]
-        count = dict.fromkeys(scenarios.OUTCOMES, 0)
-        for row in mine:
-            count[row["outcome"]] = count.get(row["outcome"], 0) + 1
-        bad = count["caught"] + count["missed"]
-        good = count["passed"] + count["false_alarm"]
-        decided = [r["decided_at_s"] for r in mine if r["decided_at_s"] is not None]
-        checks[name] = {
-            "rows": len(mine),
-            "bad_worlds": bad,
-            "missed": count["missed"],
-            "miss_rate": round(count["missed"] / bad, 4) if bad else None,
-            "good_worlds": good,
-            "false_alarms": count["false_alarm"],
-            "false_alarm_rate": round(count["false_alarm"] / good, 4) if good else None,
-            "median_decision_s": round(statistics.median(decided), 3) if decided else None,
+@dataclass(frozen=True, slots=True)
+class CheckSummary:
+    """One check over a sweep: miss rate over bad worlds, false alarms over good ones."""
+
+    rows: int
+    counts: OutcomeCounts
+    median_decision_s: float | None
+
+    @property
+    def bad_worlds(self) -> int:
+        """Worlds whose release was bad and the check judged (caught or missed)."""
+        return self.counts.caught + self.counts.missed
+
+    @property
+    def good_worlds(self) -> int:
+        """Worlds whose release was good and the check judged (passed or false alarm)."""
+        return self.counts.passed + self.counts.false_alarm
+
+    @property
+    def miss_rate(self) -> float | None:
+        """Missed over bad worlds (4 places), None with no bad world."""
+        bad = self.bad_worlds
+        return round(self.counts.missed / bad, 4) if bad else None
+
+    @property
+    def false_alarm_rate(self) -> float | None:
+        """False alarms over good worlds (4 places), None with no good world."""
+        good = self.good_worlds
+        return round(self.counts.false_alarm / good, 4) if good else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary's JSON shape for one check (``testbed sweep --json``)."""
+        return {
+            "rows": self.rows,
+            "bad_worlds": self.bad_worlds,
+            "missed": self.counts.missed,
+            "miss_rate": self.miss_rate,
+            "good_worlds": self.good_worlds,
+            "false_alarms": self.counts.false_alarm,
+            "false_alarm_rate": self.false_alarm_rate,
+            "median_decision_s": self.median_decision_s,
             # A check that cannot judge this platform (it fails safe): neither caught nor missed.
-            "blind": count.get("blind", 0),
-            "undecided": count["undecided"],
-            "errors": count["error"],
+            "blind": self.counts.blind,
+            "undecided": self.counts.undecided,
+            "errors": self.counts.error,
         }
-    return {
-        "sweep": sweep.name,
-        "scenario": sweep.scenario_name,
-        "axes": {key: len(values) for key, values in sweep.axes},
-        "points": sweep.points,
-        "seeds": len(sweep.seeds),
-        "units": sweep.units,
-        "units_done": result.units_done,
-        "complete": result.complete,
-        "interrupted": result.interrupted,
-        "checks": checks,
-    }
 
 
-def summary_table(summary: dict[str, Any]) -> str:
+@dataclass(frozen=True, slots=True)
+class SweepSummary:
+    """A sweep's outcome per check, and how much of it ran."""
+
+    sweep: str
+    scenario: str
+    axes: tuple[tuple[str, int], ...]
+    points: int
+    seeds: int
+    units: int
+    units_done: int
+    complete: bool
+    interrupted: bool
+    checks: Mapping[str, CheckSummary]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``testbed sweep --json`` document (``schema_version`` on top)."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "sweep": self.sweep,
+            "scenario": self.scenario,
+            "axes": dict(self.axes),
+            "points": self.points,
+            "seeds": self.seeds,
+            "units": self.units,
+            "units_done": self.units_done,
+            "complete": self.complete,
+            "interrupted": self.interrupted,
+            "checks": {name: c.to_json() for name, c in self.checks.items()},
+        }
+
+
+def summarise(result: SweepResult) -> SweepSummary:
+    """Per check (by the name its rows carry): outcome counts, rates, median decision time."""
+    sweep = result.sweep
+    checks: dict[str, CheckSummary] = {}
+    for name in check_names(sweep):
+        mine = [r for r in result.rows if r["check"] == name]
+        counts = OutcomeCounts()
+        for row in mine:
+            counts = counts.plus(row["outcome"])
+        decided = [r["decided_at_s"] for r in mine if r["decided_at_s"] is not None]
+        median = round(statistics.median(decided), 3) if decided else None
+        checks[name] = CheckSummary(len(mine), counts, median)
+    return SweepSummary(
+        sweep=sweep.name,
+        scenario=sweep.scenario_name,
+        axes=tuple((key, len(values)) for key, values in sweep.axes),
+        points=sweep.points,
+        seeds=len(sweep.seeds),
+        units=sweep.units,
+        units_done=result.units_done,
+        complete=result.complete,
+        interrupted=result.interrupted,
+        checks=MappingProxyType(checks),
+    )
+
+
+def summary_table(summary: SweepSummary) -> str:
     """The summary as a fixed-width table, one line per check."""
     lines = [
-        f"{summary['sweep']} · base {summary['scenario']} · {summary['points']} points x "
-        f"{summary['seeds']} seed(s) = {summary['units_done']}/{summary['units']} worlds",
+        f"{summary.sweep} · base {summary.scenario} · {summary.points} points x "
+        f"{summary.seeds} seed(s) = {summary.units_done}/{summary.units} worlds",
         "",
         f"{'check':<16}{'bad':>8}{'missed':>8}{'miss rate':>11}{'good':>8}{'f.alarms':>10}"
         f"{'f.a. rate':>11}{'median decide':>15}{'blind':>7}{'undecided':>11}{'errors':>8}",
@@ -74,12 +142,12 @@ def summary_table(summary: dict[str, Any]) -> str:
     def pct(value: float | None) -> str:
         return "-" if value is None else f"{value:.1%}"
 
-    for name, c in summary["checks"].items():
-        median = "-" if c["median_decision_s"] is None else f"{c['median_decision_s']:.1f} s"
+    for name, c in summary.checks.items():
+        median = "-" if c.median_decision_s is None else f"{c.median_decision_s:.1f} s"
         lines.append(
-            f"{name:<16}{c['bad_worlds']:>8}{c['missed']:>8}{pct(c['miss_rate']):>11}"
-            f"{c['good_worlds']:>8}{c['false_alarms']:>10}{pct(c['false_alarm_rate']):>11}"
-            f"{median:>15}{c['blind']:>7}{c['undecided']:>11}{c['errors']:>8}"
+            f"{name:<16}{c.bad_worlds:>8}{c.counts.missed:>8}{pct(c.miss_rate):>11}"
+            f"{c.good_worlds:>8}{c.counts.false_alarm:>10}{pct(c.false_alarm_rate):>11}"
+            f"{median:>15}{c.counts.blind:>7}{c.counts.undecided:>11}{c.counts.error:>8}"
         )
     return "\n".join(lines)
 

@@ -12,12 +12,11 @@ import statistics
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from sim.settings import BadInput
 from sim.sweep.file import Sweep
-from sim.sweep.output import summarise
+from sim.sweep.output import SweepSummary, summarise
 from sim.sweep.units import Progress, Row, run_units
 
 # A task should carry at least this much work, so a pool's per-task cost stays small.
@@ -37,7 +36,8 @@ class SweepResult:
     elapsed_s: float = 0.0
     tasks: int = 0
     per_task: int = 0
-    summary: dict[str, Any] = field(default_factory=dict)
+    #: Set by ``run_sweep`` once the rows are in.
+    summary: SweepSummary | None = None
 
     @property
     def complete(self) -> bool:

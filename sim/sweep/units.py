@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sim.loader import load_checks
 from sim.publish.world import run_checks
+from sim.scenario import validate
 
 if TYPE_CHECKING:
     from sim.sweep.file import Sweep
@@ -27,6 +28,15 @@ RESULT_COLUMNS = (
 )
 
 
+def check_names(sweep: Sweep) -> tuple[str, ...]:
+    """The names the sweep's checks report under (``file.py:Obj`` reports as its ``name``).
+
+    Built once in the base scenario: a check's name does not depend on the point.
+    """
+    base = validate(sweep.base, sweep.name)
+    return tuple(getattr(c, "name", "") for c in load_checks(list(sweep.checks), base.check))
+
+
 def columns(sweep: Sweep) -> list[str]:
     """Row columns in file order."""
     return ["point", "seed", *sweep.keys, *RESULT_COLUMNS]
@@ -40,14 +50,19 @@ def _rows_of_unit(sweep: Sweep, unit: int) -> list[Row]:
     head: Row = {"point": point, "seed": seed} | dict(zip(sweep.keys, values, strict=True))
     try:
         world = sweep.scenario(values)
-        checks = load_checks(list(sweep.checks), world.check.model_dump())
+        # The point's [check] table: only the keys it sets reach a check (sim.loader).
+        checks = load_checks(list(sweep.checks), world.check)
         results = run_checks(world, seed, checks)
     except Exception as error:  # any failure of one world is that world's rows, not the sweep's
         message = f"{type(error).__name__}: {error}".replace("\n", " ")
+        try:
+            names = check_names(sweep)
+        except Exception:  # the checks themselves cannot be built: name them as asked
+            names = sweep.checks
         return [
             head | dict.fromkeys(RESULT_COLUMNS) | {"check": name, "outcome": "error",
                                                     "error": message}
-            for name in sweep.checks
+            for name in names
         ]
     rows = []
     for result in results:
