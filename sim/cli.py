@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 from checks import BUILTIN_CHECKS, Check
 from sim import checkcmd, scenario
+from sim.hunt.cli import add_hunt_parser
 from sim.loader import load_checks
 from sim.publish.compare import compare
 from sim.publish.world import run
@@ -226,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     table.set_defaults(handler=cmd_checks)
 
     add_sweep_parser(sub)
+    add_hunt_parser(sub)
     add_rollout_parser(sub)
     add_lint_timing_parser(sub)
     return parser
