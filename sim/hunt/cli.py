@@ -101,7 +101,10 @@ def cmd_hunt(args: argparse.Namespace) -> int:
         raise BadInput(f"--budget: must be from 1 to {MAX_BUDGET:,} (got {args.budget})")
     if args.seed < 0:
         raise BadInput(f"--seed: must be 0 or more (got {args.seed})")
-    base = scenario.load(args.scenario)
+    try:
+        base = scenario.load(args.scenario)
+    except BadInput as error:
+        raise BadInput(f"--scenario: {error}") from None
     spec, check_arg = _check_spec(args)
     checks = _Checks(spec)
     name = check_name(checks(base.check.model_dump()))  # builds it once: a bad check stops here
@@ -124,7 +127,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     with progress:
-        result = hunt(base, name, checks, args.budget, args.seed, progress=tell)
+        result = hunt(base, name, checks, budget=args.budget, seed=args.seed, progress=tell)
     paths = write_found(result, out, check_arg)
     elapsed = time.perf_counter() - started
     if args.json:

@@ -14,7 +14,7 @@ from typing import Any
 
 from sim.hunt.search import WRONG, Found, HuntResult
 from sim.hunt.space import ASSUMED, changes, lookup
-from sim.scenario import Scenario, validate
+from sim.scenario import validate
 from sim.settings import BadInput
 
 #: The scenario's tables, in the order a scenario file is usually written.

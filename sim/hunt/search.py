@@ -6,7 +6,8 @@ wrong verdict). Each wrong run gets a *kind*: the outcome plus a diagnosis of wh
 from the run's trace (a crash slower than the looks, hidden by the event list's cap, a
 machine the platform gave up on, or in plain view). The hunt is a loop of
 ``hypothesis.find``: each round looks for a world of a kind not found yet and shrinks it
-to its smallest, until a round's budget finds nothing new.
+to its smallest, until a round's budget finds nothing new; first among worlds that keep
+the base's app behaviour, then among all.
 
 Determinism: every round's hypothesis seed comes from one ``random.Random(seed)``, the
 database is off and nothing reads the wall clock, so a seed gives the same worlds.
@@ -87,7 +88,8 @@ def diagnose(scenario: Scenario, result: RunResult) -> tuple[str, str]:
         return "raised", f"the check failed: {result.error}"
     if outcome == "undecided":
         return "no-verdict", f"the check gave no verdict within the {scenario.horizon_s:g} s horizon"
-    assert result.trace is not None and result.decided_at_s is not None
+    assert result.trace is not None
+    assert result.decided_at_s is not None
     publish_ms = scenario.publish_started_ms
     decided_s = result.decided_at_s
     verdict_ms = publish_ms + round(decided_s * 1000)
@@ -172,6 +174,7 @@ def _find_new(
     strategy: SearchStrategy[World],
     judge: _Judge,
     kinds: set[tuple[str, str]],
+    *,
     budget: int,
     rng: random.Random,
     round_number: int,
@@ -201,6 +204,7 @@ def hunt(
     base: Scenario,
     check_name: str,
     make_check: CheckFactory,
+    *,
     budget: int,
     seed: int,
     progress: Progress | None = None,
@@ -216,7 +220,10 @@ def hunt(
     for strategy in (worlds(base, any_behavior=False), worlds(base)):
         while len(found) < MAX_KINDS:
             rounds += 1
-            world = _find_new(strategy, judge, kinds, budget, rng, rounds, len(found), progress)
+            world = _find_new(
+                strategy, judge, kinds, budget=budget, rng=rng, round_number=rounds,
+                found=len(found), progress=progress,
+            )
             if world is None:
                 break
             answer = judge.kind(world)

@@ -99,6 +99,10 @@ AXES: tuple[tuple[str, Sequence[Any]], ...] = (
 )
 
 
+#: The release's keys only some behaviours read.
+_RELEASE_APP_KEYS = frozenset(k for keys in BEHAVIOR_KEYS.values() for k in keys)
+
+
 def _read_by(values: dict[str, Any], key: str) -> bool:
     """Does a world with these values read ``key``? (Keys no rule reads are not written.)"""
     table, _, field = key.partition(".")
@@ -107,9 +111,6 @@ def _read_by(values: dict[str, Any], key: str) -> bool:
     if key == "platform.max_retries":
         return bool(values["platform.restart_policy"] == "on-failure")
     return True
-
-
-_RELEASE_APP_KEYS = frozenset(k for keys in BEHAVIOR_KEYS.values() for k in keys)
 
 
 def worlds(base: Scenario, any_behavior: bool = True) -> st.SearchStrategy[World]:
