@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 from checks import BUILTIN_CHECKS, Check
 from sim import checkcmd, scenario
+from sim.hunt.cli import add_hunt_parser
 from sim.loader import build_checks, load_checks, setups
 from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
 from sim.publish.compare import SCHEMA_VERSION, compare
@@ -338,6 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     series.set_defaults(handler=cmd_series)
 
     add_sweep_parser(sub)
+    add_hunt_parser(sub)
     add_rollout_parser(sub)
     add_lint_timing_parser(sub)
     return parser

@@ -1,0 +1,138 @@
+"""``testbed hunt``: search the world space for the worlds that fool one check."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from checks import Check
+from checks.drive import check_name
+from sim import checkcmd, scenario
+from sim.loader import load_checks
+from sim.settings import BadInput
+
+EXIT_NOTHING_FOUND, EXIT_FOUND = 0, 1
+#: The most worlds one round may try: a hunt at this budget takes minutes per round on one
+#: core; past it a run of `testbed sweep` over the axes of interest is the better tool.
+MAX_BUDGET = 100_000
+#: Worlds tried per round by default: enough, on the shipped scenarios, for each built-in
+#: check's blind spots around the base (measured: README "Hunting for the worlds ...").
+DEFAULT_BUDGET = 200
+DEFAULT_SCENARIO = "sept25-crash-loop"
+DEFAULT_OUT = "hunt-out"
+
+
+def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``hunt`` to the ``testbed`` subcommands; its handler returns an exit status."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "hunt",
+        help="search the worlds for the ones where a check's verdict is wrong",
+        description="Search the space of worlds around a scenario with hypothesis for worlds "
+        "where the check's verdict disagrees with the ground truth (missed, false_alarm, "
+        "undecided, error); shrink each kind to its smallest world and write it as a scenario "
+        "file with an [expect] table, which `testbed compare FILE --check NAME` reproduces.",
+        epilog="exit status: 0 nothing found, 1 found at least one world, 2 bad input",
+    )
+    parser.add_argument("--check", metavar="NAME",
+                        help="the check to hunt: a built-in name, package.module:name or "
+                        "path/to/file.py:name (or give one --check-cmd instead)")
+    checkcmd.add_arguments(parser)
+    parser.add_argument("--scenario", default=DEFAULT_SCENARIO,
+                        help=f"the base world: a shipped name or a .toml path (default {DEFAULT_SCENARIO})")
+    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="N",
+                        help=f"worlds tried per search round, 1 to {MAX_BUDGET:,} (default "
+                        f"{DEFAULT_BUDGET}); a hunt runs one round per kind found, plus one")
+    parser.add_argument("--seed", type=int, default=0, metavar="K",
+                        help="hypothesis' seed: the same seed writes the same files (default 0)")
+    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
+                        help=f"folder for the scenario files, created if missing (default {DEFAULT_OUT}/)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(handler=cmd_hunt)
+    return parser
+
+
+def _check_spec(args: argparse.Namespace) -> tuple[str, str]:
+    """The one check to hunt, as a check-list entry, and how a command line names it."""
+    names = checkcmd.with_commands([args.check] if args.check else [], args)
+    if len(names) != 1:
+        raise BadInput(f"--check/--check-cmd: hunt takes exactly one check (got {len(names)})")
+    spec = names[0]
+    if not spec.startswith(checkcmd.SPEC_PREFIX):
+        return spec, f"--check {shlex.quote(spec)}"
+    parsed = checkcmd.parse_spec(spec)
+    arg = f"--check-cmd {shlex.quote(shlex.join(parsed.command))}"
+    if args.check_cmd_name:
+        arg += f" --check-cmd-name {shlex.quote(parsed.name)}"
+    return spec, arg
+
+
+class _Checks:
+    """The check built once per distinct ``[check]`` options (a world's timing), then reused."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.built: dict[tuple[tuple[str, Any], ...], Check] = {}
+
+    def __call__(self, options: Mapping[str, Any]) -> Check:
+        key = tuple(sorted(options.items()))
+        if key not in self.built:
+            self.built[key] = load_checks([self.spec], options)[0]
+        return self.built[key]
+
+
+def cmd_hunt(args: argparse.Namespace) -> int:
+    """Hunt, write the files found, print the summary; exit 1 when anything was found."""
+    # hypothesis loads only for a hunt, not for every `testbed` command.
+    from sim.hunt.output import check_out_dir, summary, table, write_found  # noqa: PLC0415
+    from sim.hunt.search import hunt  # noqa: PLC0415
+
+    # Every input is checked before the search starts: a bad one costs no time.
+    if not 1 <= args.budget <= MAX_BUDGET:
+        raise BadInput(f"--budget: must be from 1 to {MAX_BUDGET:,} (got {args.budget})")
+    if args.seed < 0:
+        raise BadInput(f"--seed: must be 0 or more (got {args.seed})")
+    try:
+        base = scenario.load(args.scenario)
+    except BadInput as error:
+        raise BadInput(f"--scenario: {error}") from None
+    spec, check_arg = _check_spec(args)
+    checks = _Checks(spec)
+    name = check_name(checks(base.check.model_dump()))  # builds it once: a bad check stops here
+    out = Path(args.out)
+    check_out_dir(out)
+
+    errors = Console(stderr=True)
+    show = not args.no_progress and sys.stderr.isatty()
+    progress = Progress(
+        TextColumn(f"[bold]hunt {name}"), TextColumn("{task.description}"), BarColumn(),
+        MofNCompleteColumn(), TimeElapsedColumn(),
+        console=errors, disable=not show, transient=True,
+    )
+    task = progress.add_task("", total=args.budget)
+
+    def tell(round_number: int, tried: int, found: int, shrinking: bool) -> None:
+        what = "shrinking" if shrinking else "searching"
+        progress.update(task, completed=min(tried, args.budget),
+                        description=f"round {round_number} · {found} found · {what}")
+
+    started = time.perf_counter()
+    with progress:
+        result = hunt(base, name, checks, budget=args.budget, seed=args.seed, progress=tell)
+    paths = write_found(result, out, check_arg)
+    elapsed = time.perf_counter() - started
+    if args.json:
+        print(json.dumps(summary(result, paths), separators=(",", ":")))
+    else:
+        print(table(result, paths, check_arg))
+        errors.print(f"{len(paths)} file(s) in {out}/ ({elapsed:.1f} s)", highlight=False)
+    return EXIT_FOUND if result.found else EXIT_NOTHING_FOUND

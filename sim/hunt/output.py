@@ -1,0 +1,197 @@
+"""What a hunt gives: one scenario file per world found, a summary table, a JSON object."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+import textwrap
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from sim.hunt.search import WRONG, Found, HuntResult
+from sim.hunt.space import ASSUMED, changes, lookup
+from sim.scenario import validate
+from sim.settings import BadInput
+
+#: The scenario's tables, in the order a scenario file is usually written.
+TABLES = ("platform", "previous", "release", "check", "publish", "reconciler", "traffic")
+
+
+def check_out_dir(path: Path) -> None:
+    """Refuse an output folder before any work is done: it must be (or become) a writable folder."""
+    if path.exists() and not path.is_dir():
+        raise BadInput(f"--out {path}: is a file; it must be a folder (created if missing)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise BadInput(f"--out {path}: cannot create the folder ({error.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise BadInput(f"--out {path}: the folder is not writable")
+
+
+def file_names(result: HuntResult) -> list[str]:
+    """``<check>-<outcome>-<n>.toml`` for each world found, n counting per outcome from 1."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", result.check)
+    seen: dict[str, int] = {}
+    names = []
+    for found in result.found:
+        seen[found.outcome] = seen.get(found.outcome, 0) + 1
+        names.append(f"{stem}-{found.outcome}-{seen[found.outcome]}.toml")
+    return names
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    # A JSON string is a TOML basic string for the text a scenario holds.
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def _show(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def describe(result: HuntResult, found: Found) -> str:
+    """The file's description: what the check did, why, what changed and what is assumed."""
+    base = result.base
+    changed = changes(base, found.world)
+    diff = ", ".join(f"{k} = {_show(v)}" for k, v in changed) or "nothing (the base itself)"
+    wrong = {
+        "missed": "passes a release that crashes (missed)",
+        "false_alarm": "fails a release that does not crash (false_alarm)",
+        "undecided": "gives no verdict (undecided)",
+        "error": "fails to run (error)",
+    }[found.outcome]
+    return (
+        f"Found by testbed hunt (seed {result.seed}): {result.check} {wrong}: {found.why}. "
+        f"Changed from {base.name}: {diff}. Chosen by the hunt from lists of round values, "
+        f"not measured; not public for Fly, so assumed: {', '.join(ASSUMED)} (docs/fidelity.md)."
+    )
+
+
+def _description_toml(text: str) -> str:
+    # A multi-line string whose line-ending backslashes join the lines again: readable
+    # lines in the file, one line for `testbed list`.
+    safe = text.replace("\\", "\\\\").replace('"', '\\"')
+    lines = textwrap.wrap(safe, 86, break_long_words=False, break_on_hyphens=False)
+    return '"""' + " \\\n".join(lines) + '"""'
+
+
+def scenario_toml(result: HuntResult, found: Found, name: str, check_arg: str) -> str:
+    """One found world as a scenario file; ``testbed compare`` on it reproduces the outcome."""
+    description = describe(result, found)
+    scenario = found.scenario.model_copy(
+        update={"name": name, "description": description, "expect": {result.check: found.outcome}}
+    )
+    base = result.base
+    hunted = {key for key, _ in found.world}
+    lines = [
+        f"# Found by: testbed hunt {check_arg} --scenario {base.name} --seed {result.seed} "
+        f"--budget {result.budget}",
+        f"# Reproduce: testbed compare {name}.toml {check_arg}",
+        f"name = {_toml_value(name)}",
+        f"description = {_description_toml(description)}",
+        f"seed = {scenario.seed}",
+        f"horizon_s = {_toml_value(scenario.horizon_s)}",
+    ]
+    for table in TABLES:
+        section = getattr(scenario, table)
+        if section is None:
+            continue
+        defaults = type(section)()
+        body = []
+        for field, value in section.model_dump().items():
+            key = f"{table}.{field}"
+            if value == getattr(defaults, field) and key not in hunted:
+                continue
+            line = f"{field} = {_toml_value(value)}"
+            if key in hunted and lookup(base, key) != value:
+                line += f"  # hunted ({base.name}: {_show(lookup(base, key))})"
+            body.append(line)
+        # An empty [previous] still says "there is a previous release"; other empty tables go.
+        if body or table == "previous":
+            lines += ["", f"[{table}]", *body]
+    key = result.check if re.fullmatch(r"[A-Za-z0-9_-]+", result.check) else json.dumps(result.check)
+    lines += ["", "[expect]", f"{key} = {_toml_value(found.outcome)}", ""]
+    text = "\n".join(lines)
+    # The file must say exactly this world: read it back as `testbed compare` would.
+    again = validate(tomllib.loads(text), name)
+    if again != scenario:
+        raise AssertionError(f"hunt: {name} does not read back as the world found")
+    return text
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def write_found(result: HuntResult, out: Path, check_arg: str) -> list[Path]:
+    """Write every world found into ``out``; return the paths, in the order found."""
+    paths = []
+    for found, name in zip(result.found, file_names(result), strict=True):
+        path = out / name
+        write_atomic(path, scenario_toml(result, found, path.stem, check_arg))
+        paths.append(path)
+    return paths
+
+
+def summary(result: HuntResult, paths: list[Path]) -> dict[str, Any]:
+    """The hunt as one JSON-ready object (what ``--json`` prints)."""
+    return {
+        "check": result.check,
+        "scenario": result.base.name,
+        "seed": result.seed,
+        "budget": result.budget,
+        "worlds_tried": result.worlds_tried,
+        "rounds": result.rounds,
+        "summary": {o: sum(f.outcome == o for f in result.found) for o in WRONG},
+        "found": [
+            {
+                "file": str(path),
+                "outcome": f.outcome,
+                "kind": f.diagnosis,
+                "why": f.why,
+                "reason": f.reason,
+                "decided_at_s": f.decided_at_s,
+                "changes": dict(changes(result.base, f.world)),
+            }
+            for f, path in zip(result.found, paths, strict=True)
+        ],
+    }
+
+
+def table(result: HuntResult, paths: list[Path], check_arg: str) -> str:
+    """The summary for a person: one line per world found, then the counts by outcome."""
+    head = (
+        f"hunt {result.check} · base {result.base.name} · seed {result.seed} · budget "
+        f"{result.budget} · {result.worlds_tried} worlds tried in {result.rounds} rounds"
+    )
+    if not result.found:
+        return f"{head}\n\nno world fooled {result.check}: every verdict matched the ground truth"
+    rows = [("outcome", "kind", "changed from the base", "file")]
+    for f, path in zip(result.found, paths, strict=True):
+        diff = ", ".join(f"{k}={_show(v)}" for k, v in changes(result.base, f.world)) or "(the base)"
+        rows.append((f.outcome, f.diagnosis, diff, str(path)))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = [head, ""]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3]
+              for r in rows]
+    counts = " · ".join(f"{o} {sum(f.outcome == o for f in result.found)}" for o in WRONG)
+    lines += ["", f"by outcome: {counts}"]
+    lines.append(f"reproduce one: testbed compare {paths[0]} {check_arg} --timeline {paths[0].stem}.png")
+    return "\n".join(lines)

@@ -1,0 +1,243 @@
+"""The search: hypothesis' own engine finds, then shrinks, each kind of world that fools a check.
+
+A world fools a check when the run's outcome disagrees with the ground truth: ``missed``,
+``false_alarm``, ``undecided`` or ``error`` (``blind`` is a check declining to judge, not a
+wrong verdict). Each wrong run gets a *kind*: the outcome plus a diagnosis of why, read
+from the run's trace (a crash slower than the looks, hidden by the event list's cap, a
+machine the platform gave up on, or in plain view). The hunt is a loop of
+``hypothesis.find``: each round looks for a world of a kind not found yet and shrinks it
+to its smallest, until a round's budget finds nothing new; first among worlds that keep
+the base's app behaviour, then among all.
+
+Determinism: every round's hypothesis seed comes from one ``random.Random(seed)``, the
+database is off and nothing reads the wall clock, so a seed gives the same worlds.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, find, settings
+from hypothesis.errors import NoSuchExample
+from hypothesis.strategies import SearchStrategy
+
+from checks import Check, Event
+from sim.hunt.space import World, apply, worlds
+from sim.publish.world import RunResult, run
+from sim.scenario import Scenario
+
+#: Outcomes that disagree with the ground truth (see ``RunResult.outcome``).
+WRONG = ("missed", "false_alarm", "undecided", "error")
+#: Kinds are few (``diagnose``); this bounds the rounds even for a check that never settles.
+MAX_KINDS = 16
+
+#: A check built with one world's ``[check]`` options (its timing varies with the world).
+CheckFactory = Callable[[Mapping[str, Any]], Check]
+#: Told after every world tried: (round, worlds tried this round, kinds found, shrinking?).
+Progress = Callable[[int, int, int, bool], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One smallest world that fools the check, and what the check did in it."""
+
+    world: World
+    scenario: Scenario
+    outcome: str
+    diagnosis: str
+    why: str
+    reason: str
+    decided_at_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class HuntResult:
+    """Everything a hunt found, in the order it found it, and what it tried."""
+
+    check: str
+    base: Scenario
+    seed: int
+    budget: int
+    found: tuple[Found, ...]
+    worlds_tried: int
+    rounds: int
+
+
+def _crash_times_ms(result: RunResult, since_ms: int) -> list[int]:
+    assert result.trace is not None
+    return sorted(
+        e.timestamp
+        for m in result.trace.machines
+        for e in m.events
+        if e.is_crash and e.timestamp >= since_ms
+    )
+
+
+def _gave_up(events: tuple[Event, ...], at_ms: int) -> bool:
+    exits = [e for e in events if e.type == "exit" and e.timestamp <= at_ms]
+    return bool(exits) and exits[-1].is_crash and not exits[-1].restarting
+
+
+def diagnose(scenario: Scenario, result: RunResult) -> tuple[str, str]:
+    """Why a wrong run went wrong: a short code and a sentence, read from its trace."""
+    outcome = result.outcome
+    if outcome == "error":
+        return "raised", f"the check failed: {result.error}"
+    if outcome == "undecided":
+        return "no-verdict", f"the check gave no verdict within the {scenario.horizon_s:g} s horizon"
+    assert result.trace is not None
+    assert result.decided_at_s is not None
+    publish_ms = scenario.publish_started_ms
+    decided_s = result.decided_at_s
+    verdict_ms = publish_ms + round(decided_s * 1000)
+    if outcome == "false_alarm":
+        exits = [e for m in result.trace.machines for e in m.events
+                 if e.type == "exit" and not e.requested_stop and publish_ms <= e.timestamp <= verdict_ms]
+        if exits:
+            return "clean-exit", (
+                "the release exited with code 0 (not a crash: the ground truth counts it good) "
+                f"before the verdict at {decided_s:g} s, and the check failed it"
+            )
+        return "no-crash", f"the release never crashed, yet the check failed it at {decided_s:g} s"
+    crashes = _crash_times_ms(result, publish_ms)
+    first_s = (crashes[0] - publish_ms) / 1000 if crashes else None
+    if first_s is None or crashes[0] > verdict_ms:
+        when = "after the horizon" if first_s is None else f"{first_s:g} s after the publish"
+        return "slow-crash", (
+            f"the release first crashed {when}, after the verdict at {decided_s:g} s: "
+            "slower than the check's looks"
+        )
+    # Fly's own sign that it gave up: the newest exit by then is a crash with restarting=false.
+    stopped = [m.id for m in result.trace.machines if _gave_up(m.events, verdict_ms)]
+    if stopped:
+        return "gave-up", (
+            f"the platform had given up restarting {', '.join(stopped)} when the check passed "
+            f"the release at {decided_s:g} s"
+        )
+    seen = [e for r in result.looks for m in r.look.machines for e in m.events]
+    if not any(e.is_crash and e.timestamp >= publish_ms for e in seen):
+        return "hidden", (
+            f"the release crashed before the verdict at {decided_s:g} s, but no look showed a "
+            f"crash: the event list (cap {scenario.platform.event_log_cap}) had lost them"
+        )
+    return "in-view", (
+        f"the looks showed crashes and the check still passed the release at {decided_s:g} s"
+    )
+
+
+class _Judge:
+    """Runs worlds for the search, remembering each world's kind (hypothesis retries many)."""
+
+    def __init__(self, base: Scenario, make_check: CheckFactory) -> None:
+        self.base = base
+        self.make_check = make_check
+        self.kinds: dict[World, tuple[str, str, str, RunResult] | None] = {}
+        self.tried = 0
+
+    def kind(self, world: World) -> tuple[str, str, str, RunResult] | None:
+        """(outcome, diagnosis, why, traced run) when the world fools the check, else None."""
+        if world in self.kinds:
+            return self.kinds[world]
+        self.tried += 1
+        scenario = apply(self.base, world)
+        check = self.make_check(scenario.check.model_dump())
+        result = run(scenario, scenario.seed, check)
+        answer = None
+        if result.outcome in WRONG:
+            # A second run with a trace, only for the wrong ones: the diagnosis needs every event.
+            traced = run(scenario, scenario.seed, check, bad=result.bad, trace=True)
+            code, why = diagnose(scenario, traced)
+            answer = (traced.outcome, code, why, traced)
+        self.kinds[world] = answer
+        return answer
+
+
+def _settings(budget: int) -> settings:
+    # Every field that shapes the search is set here, so a test profile cannot change it.
+    return settings(
+        max_examples=budget,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        report_multiple_bugs=False,
+        print_blob=False,
+    )
+
+
+def _find_new(
+    strategy: SearchStrategy[World],
+    judge: _Judge,
+    kinds: set[tuple[str, str]],
+    *,
+    budget: int,
+    rng: random.Random,
+    round_number: int,
+    found: int,
+    progress: Progress | None,
+) -> World | None:
+    """One round: the smallest world of a kind not in ``kinds``, or None within the budget."""
+    start = judge.tried
+    hits = 0
+
+    def new_kind(world: World) -> bool:
+        nonlocal hits
+        answer = judge.kind(world)
+        wanted = answer is not None and (answer[0], answer[1]) not in kinds
+        hits += wanted
+        if progress is not None:
+            progress(round_number, judge.tried - start, found, hits > 0)
+        return wanted
+
+    try:
+        return find(strategy, new_kind, settings=_settings(budget), random=rng)
+    except NoSuchExample:
+        return None
+
+
+def hunt(
+    base: Scenario,
+    check_name: str,
+    make_check: CheckFactory,
+    *,
+    budget: int,
+    seed: int,
+    progress: Progress | None = None,
+) -> HuntResult:
+    """Find each kind of world that fools the check, each shrunk to its smallest."""
+    judge = _Judge(base, make_check)
+    rng = random.Random(seed)
+    found: list[Found] = []
+    kinds: set[tuple[str, str]] = set()
+    rounds = 0
+    # First the worlds that keep the base's behaviour, then every behaviour: a kind found
+    # with the base's app is the one closest to the base, so it is the one kept.
+    for strategy in (worlds(base, any_behavior=False), worlds(base)):
+        while len(found) < MAX_KINDS:
+            rounds += 1
+            world = _find_new(
+                strategy, judge, kinds, budget=budget, rng=rng, round_number=rounds,
+                found=len(found), progress=progress,
+            )
+            if world is None:
+                break
+            answer = judge.kind(world)
+            assert answer is not None
+            outcome, code, why, result = answer
+            kinds.add((outcome, code))
+            verdict = result.verdict
+            found.append(Found(
+                world=world,
+                scenario=apply(base, world),
+                outcome=outcome,
+                diagnosis=code,
+                why=why,
+                reason=verdict.reason if verdict is not None else (result.error or ""),
+                decided_at_s=result.decided_at_s,
+            ))
+    return HuntResult(check_name, base, seed, budget, tuple(found), judge.tried, rounds)

@@ -1,0 +1,218 @@
+"""`testbed hunt`: it rediscovers the built-in checks' blind spots, and its files reproduce them."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import strategies as st
+
+from sim.cli import main
+from sim.hunt.cli import MAX_BUDGET
+from sim.hunt.space import base_first
+
+#: Small enough for `make test` on 2 cores, large enough to reach each blind spot below
+#: (each round stops at the first world of a new kind, so most rounds use far less).
+BUDGET = "40"
+
+
+@pytest.fixture(scope="module")
+def hunts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, dict[str, Any], Path]]:
+    """One hunt per built-in check the issue names, shared by the tests (they are the slow part)."""
+    results = {}
+    for check in ("count", "timestamp", "flyctl-smoke"):
+        out = tmp_path_factory.mktemp(check)
+        results[check] = _run(out, check)
+    return results
+
+
+def _run(out: Path, check: str) -> tuple[int, dict[str, Any], Path]:
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = main(["hunt", "--check", check, "--budget", BUDGET, "--seed", "0", "--out",
+                     str(out), "--json", "--no-progress"])
+    return code, json.loads(buffer.getvalue()), out
+
+
+def _worlds(report: dict[str, Any], outcome: str) -> list[dict[str, Any]]:
+    return [f for f in report["found"] if f["outcome"] == outcome]
+
+
+def _scenario(path: str) -> dict[str, Any]:
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+def test_count_misses_a_fast_crash_loop_at_cap_5(hunts: dict[str, Any]) -> None:
+    """A world where count is missed shows crashes in view, crash period < look delay, cap 5."""
+    code, report, _ = hunts["count"]
+    assert code == 1
+    fast = []
+    for found in _worlds(report, "missed"):
+        world = _scenario(found["file"])
+        platform, release, check = world["platform"], world["release"], world["check"]
+        if (found["kind"] == "in-view" and release["behavior"] == "crash_after"
+                and platform["event_log_cap"] == 5
+                and release["crash_after_s"] < check["look_delay_s"]):
+            fast.append(found)
+    assert fast, report["found"]
+
+
+def test_timestamp_misses_at_cap_1(hunts: dict[str, Any]) -> None:
+    """The timestamp check is missed in a world whose event list holds one event."""
+    code, report, _ = hunts["timestamp"]
+    assert code == 1
+    caps = [_scenario(f["file"])["platform"]["event_log_cap"] for f in _worlds(report, "missed")]
+    assert 1 in caps, report["found"]
+
+
+def test_timestamp_misses_a_crash_slower_than_its_looks(hunts: dict[str, Any]) -> None:
+    """The timestamp check is missed by an app that crashes later than the check's look delay."""
+    _, report, _ = hunts["timestamp"]
+    slow = [
+        w for w in (_scenario(f["file"]) for f in _worlds(report, "missed"))
+        if w["release"]["behavior"] == "crash_after"
+        and w["release"]["crash_after_s"] > w["check"]["look_delay_s"]
+    ]
+    assert slow, report["found"]
+
+
+@pytest.mark.parametrize("check", ["count", "timestamp", "flyctl-smoke"])
+def test_every_file_found_reproduces_with_compare(
+    hunts: dict[str, Any], check: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`testbed compare FILE --check NAME` gives the outcome the hunt found (exit 0, [expect] held)."""
+    _, report, out = hunts[check]
+    files = sorted(out.glob("*.toml"))
+    assert len(files) == len(report["found"]) > 0
+    for found in report["found"]:
+        capsys.readouterr()
+        assert main(["compare", found["file"], "--check", check, "--json"]) == 0, found
+        run = json.loads(capsys.readouterr().out)["runs"][0]["results"][0]
+        assert run["outcome"] == found["outcome"]
+        assert _scenario(found["file"])["expect"] == {check: found["outcome"]}
+
+
+def test_files_are_named_by_check_outcome_and_number(hunts: dict[str, Any]) -> None:
+    """Each file is <check>-<outcome>-<n>.toml, n counting from 1 per outcome."""
+    _, report, _ = hunts["timestamp"]
+    counts: dict[str, int] = {}
+    for found in report["found"]:
+        counts[found["outcome"]] = counts.get(found["outcome"], 0) + 1
+        assert Path(found["file"]).name == f"timestamp-{found['outcome']}-{counts[found['outcome']]}.toml"
+    assert sum(report["summary"].values()) == len(report["found"])
+
+
+def test_shrunk_worlds_change_few_keys_to_listed_values(hunts: dict[str, Any]) -> None:
+    """Shrinking leaves the base world (the count check's own incident) or a few round values."""
+    _, report, _ = hunts["count"]
+    assert report["found"][0]["changes"] == {}  # the base scenario itself fools count
+    assert all(len(f["changes"]) <= 3 for f in report["found"]), report["found"]
+
+
+def test_same_seed_writes_byte_identical_files(tmp_path: Path, hunts: dict[str, Any]) -> None:
+    """A second hunt with the same seed writes the same files, byte for byte."""
+    _, _, first = hunts["timestamp"]
+    _, _, again = _run(tmp_path / "again", "timestamp")
+    names = sorted(p.name for p in first.glob("*.toml"))
+    assert names == sorted(p.name for p in again.glob("*.toml"))
+    for name in names:
+        assert (first / name).read_bytes() == (again / name).read_bytes(), name
+
+
+def test_nothing_found_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When no world fools the check, the hunt says so, writes no file and exits 0."""
+    # A space of one world, the base, which the timestamp check gets right (caught).
+    monkeypatch.setattr("sim.hunt.search.worlds", lambda base, any_behavior=True: st.just(()))
+    out = tmp_path / "out"
+    code = main(["hunt", "--check", "timestamp", "--budget", "5", "--out", str(out), "--no-progress"])
+    assert code == 0
+    assert "no world fooled timestamp" in capsys.readouterr().out
+    assert not any(out.iterdir())
+
+
+def test_a_check_that_raises_is_found_as_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A user check that raises in some worlds is reported with the outcome error, and reproduces."""
+    check = tmp_path / "fragile.py"
+    check.write_text(
+        "from checks import Verdict, Wait\n"
+        "class Fragile:\n"
+        "    name = 'fragile'\n"
+        "    def next(self, publish_started_ms, looks):\n"
+        "        if not looks:\n"
+        "            return Wait(1.0)\n"
+        "        if len(looks[-1].machines) > 1:\n"
+        "            raise RuntimeError('expected one machine')\n"
+        "        return Verdict(True, 'fine')\n"
+    )
+    out = tmp_path / "out"
+    code = main(["hunt", "--check", f"{check}:Fragile", "--budget", "20", "--out", str(out),
+                 "--json", "--no-progress"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1
+    errors = _worlds(report, "error")
+    assert errors
+    assert _scenario(errors[0]["file"])["release"]["machines"] > 1
+    assert main(["compare", errors[0]["file"], "--check", f"{check}:Fragile"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (["--check", "nope"], "--check 'nope': unknown check"),
+        (["--check", "count", "--budget", "0"], "--budget: must be from 1"),
+        (["--check", "count", "--budget", str(MAX_BUDGET + 1)], "--budget: must be from 1"),
+        (["--check", "count", "--seed", "-1"], "--seed: must be 0 or more"),
+        ([], "hunt takes exactly one check"),
+        (["--check", "count", "--scenario", "no-such-world"], "no-such-world"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], field: str
+) -> None:
+    """Bad input exits 2 with one line naming the field and the rule, before any search."""
+    out = tmp_path / "out"
+    assert main(["hunt", *argv, "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert field in err
+    assert err.count("\n") == 1
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_out_that_is_a_file_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--out naming a file (not a folder) exits 2 naming --out."""
+    out = tmp_path / "taken"
+    out.write_text("")
+    assert main(["hunt", "--check", "count", "--out", str(out), "--no-progress"]) == 2
+    assert "--out" in capsys.readouterr().err
+
+
+def test_axes_shrink_towards_the_base_value() -> None:
+    """Each axis lists the base's value first, so shrinking moves a world towards the base."""
+    assert base_first(5, (1, 2, 5, 10)) == [5, 1, 2, 10]
+    assert base_first(3, (1, 2)) == [3, 1, 2]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_a_check_in_another_language_is_hunted_and_reproduced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--check-cmd: the node port of timestamp is hunted, and each file reproduces through it."""
+    command = f"node {Path(__file__).parent.parent / 'examples' / 'checks' / 'timestamp.js'}"
+    out = tmp_path / "out"
+    code = main(["hunt", "--check-cmd", command, "--budget", "5", "--out", str(out), "--json",
+                 "--no-progress"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert report["found"]
+    for found in report["found"]:
+        assert _scenario(found["file"])["expect"] == {"timestamp.js": found["outcome"]}
+        assert main(["compare", found["file"], "--check-cmd", command]) == 0, found
