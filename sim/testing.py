@@ -152,6 +152,10 @@ class App:
         ]
         return f"App({', '.join(changed)})"
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """Hypothesis (and IPython) print this repr, not every dataclass field."""
+        printer.text(repr(self))
+
     def platform(self) -> PlatformTable:
         """The platform rules this machine runs under (no jitter, epoch 0)."""
         policy = self.restart_policy or ("always" if self.max_retries is None else "on-failure")
@@ -318,6 +322,10 @@ class World:
     def __repr__(self) -> str:
         apps = ", ".join(repr(m.app) for m in self.machines)
         return f"world({apps}, horizon_s={(self.horizon_ms - PUBLISH_MS) / 1000:g})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """Hypothesis (and IPython) print this repr, not every event of every machine."""
+        printer.text(repr(self))
 
     def scenario(self, check: CheckTable | None = None) -> Scenario:
         """This world as a simulator scenario; its machines must all run the same app."""
