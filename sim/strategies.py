@@ -177,7 +177,7 @@ def apps(
 
 
 @st.composite
-def _world(
+def _world(  # noqa: PLR0917 -- st.composite passes a strategy's arguments positionally
     draw: st.DrawFn,
     machines: SearchStrategy[int],
     kinds: tuple[str, ...],
@@ -299,7 +299,9 @@ def describe_run(w: World, run: Run, max_looks: int = 12) -> str:
     verdict = run.verdict
     truth = (
         "the release is bad: "
-        + ", ".join(f"{m.id} crashed {m.crashes_after_publish}×" for m in w.machines if m.crashes_after_publish)
+        + ", ".join(
+            f"{m.id} crashed {m.crashes_after_publish}×" for m in w.machines if m.crashes_after_publish
+        )
         if w.bad
         else "the release is good: no machine crashed after the publish"
     )
@@ -368,12 +370,14 @@ def assert_guarantee(
             f"  {w!r}\n{describe_run(w, run)}"
         )
 
+    active = settings()  # the active profile (ci, dev, …) for everything not set here
     options = settings(
-        settings(),  # the active profile (ci, dev, …) for everything not set here
+        active,
         deadline=None,  # a world runs a SimPy model: slow next to a pure function
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        **({"max_examples": max_examples} if max_examples is not None else {}),
-        **({"database": None} if seed is not None else {}),
+        max_examples=max_examples if max_examples is not None else active.max_examples,
+        # Seeded: the same search every run, not one steered by earlier runs' failures.
+        database=None if seed is not None else active.database,
     )
     test = given(strategy)(search)
     if seed is not None:
