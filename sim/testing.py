@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import random
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import simpy
@@ -18,7 +18,17 @@ from checks import Check, Event, Look, MachineSnapshot, Verdict
 from checks.drive import drive as drive_check
 from sim.platform.machine import Image, Machine
 from sim.platform.profiles import DEFAULT_PROFILE
-from sim.scenario import AppTable, PlatformTable, RestartPolicy
+from sim.scenario import (
+    AppTable,
+    CheckTable,
+    PlatformTable,
+    PreviousTable,
+    PublishTable,
+    ReleaseTable,
+    RestartPolicy,
+    Scenario,
+    TrafficTable,
+)
 
 STATE_AFTER = {"launch": "starting", "update": "starting", "start": "started", "destroy": "destroyed"}
 
@@ -128,6 +138,23 @@ class App:
     events: str = DEFAULT_PROFILE
     #: ``no`` restarts nothing; None: on-failure, or always when ``max_retries`` is None.
     restart_policy: RestartPolicy | None = None
+    #: Run the simulator's ``crash_on_boot`` behaviour: the app dies ``crash_after_ms``
+    #: after every start, during its own startup (same timing as ``crash_after``, its own
+    #: name in scenarios and reports).
+    crash_on_boot: bool = False
+
+    def __repr__(self) -> str:
+        """Only the fields that differ from the defaults: a counterexample reads as its rule."""
+        changed = [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if getattr(self, f.name) != f.default
+        ]
+        return f"App({', '.join(changed)})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """Hypothesis (and IPython) print this repr, not every dataclass field."""
+        printer.text(repr(self))
 
     def platform(self) -> PlatformTable:
         """The platform rules this machine runs under (no jitter, epoch 0)."""
@@ -148,10 +175,37 @@ class App:
         """The new release's app table."""
         if self.crash_after_ms is None:
             return AppTable(behavior="healthy")
+        if self.crash_on_boot and not self.oom:
+            return AppTable(
+                behavior="crash_on_boot",
+                crash_on_boot_s=self.crash_after_ms / 1000,
+                exit_code=self.exit_code,
+            )
         return AppTable(
             behavior="oom" if self.oom else "crash_after",
             crash_after_s=self.crash_after_ms / 1000,
             exit_code=self.exit_code,
+        )
+
+
+    def scenario(
+        self, machines: int = 1, horizon_s: float = 600.0, check: CheckTable | None = None
+    ) -> Scenario:
+        """The same world for the simulator (``sim.publish.world.run``): ``machines`` of this app.
+
+        The publish begins ``PUBLISH_MS`` after the platform's epoch 0, with no jitter,
+        no traffic and no reconciler pass before the horizon matters to a check.
+        """
+        previous = PreviousTable() if self.updated else None
+        return Scenario(
+            name="testkit",
+            horizon_s=PUBLISH_MS / 1000 + horizon_s,
+            platform=self.platform(),
+            previous=previous,
+            release=ReleaseTable(**self.release().model_dump(), machines=machines),
+            check=check or CheckTable(),
+            publish=PublishTable(at_s=PUBLISH_MS / 1000),
+            traffic=TrafficTable(rps=0),
         )
 
 
@@ -226,8 +280,15 @@ def history(machine_id: str, app: App, horizon_ms: int) -> MachineHistory:
     counters: list[tuple[int, int]] = []
 
     def counted(machine: Machine) -> None:
-        if not counters or counters[-1][1] != machine.restarts_total:
-            counters.append((_ms(env.now), machine.restarts_total))
+        def record(_: object = None) -> None:
+            if not counters or counters[-1][1] != machine.restarts_total:
+                counters.append((_ms(env.now), machine.restarts_total))
+
+        record()
+        # The machine raises its counter right after the state change that announces a
+        # crash, in the same instant, with no callback of its own: read it again once
+        # the machine's process has yielded (a zero timeout runs after it, same time).
+        env.timeout(0).callbacks.append(record)
 
     machine = Machine(env, machine_id, app.platform(), random.Random(0), trace=True,
                       on_state=counted)
@@ -261,6 +322,18 @@ class World:
     def __repr__(self) -> str:
         apps = ", ".join(repr(m.app) for m in self.machines)
         return f"world({apps}, horizon_s={(self.horizon_ms - PUBLISH_MS) / 1000:g})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """Hypothesis (and IPython) print this repr, not every event of every machine."""
+        printer.text(repr(self))
+
+    def scenario(self, check: CheckTable | None = None) -> Scenario:
+        """This world as a simulator scenario; its machines must all run the same app."""
+        apps = {m.app for m in self.machines}
+        if len(apps) != 1:
+            raise ValueError("a scenario runs one app on every machine; this world has several")
+        horizon_s = (self.horizon_ms - PUBLISH_MS) / 1000
+        return self.machines[0].app.scenario(len(self.machines), horizon_s, check)
 
     def look(self, at_ms: int) -> Look:
         """Every machine read at ``at_ms``."""
