@@ -45,7 +45,9 @@ worlds = st.lists(apps, min_size=1, max_size=3).map(lambda a: world(*a, horizon_
 
 def fast(name: str) -> Check:
     """A built-in check with deadlines short enough for the test worlds' 200 s horizon."""
-    return make_check(name, {"healthy_deadline_s": 60.0, "completion_timeout_s": 60.0})
+    return make_check(
+        name, {"healthy_deadline_s": 60.0, "completion_timeout_s": 60.0, "wait_timeout_s": 60.0}
+    )
 
 
 def first_all_started(looks: tuple[Look, ...]) -> Look | None:
