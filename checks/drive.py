@@ -13,26 +13,136 @@ running as a subprocess -- so a check's steps are validated once, the same way::
             verdict = done.value          # the check's Verdict
             break
 
-A check that raises, returns anything but ``Wait(finite seconds >= 0)`` or a
-``Verdict``, or keeps asking for looks past ``max_looks`` ends the drive with
-``CheckFailed``: its message is the run's ``error`` outcome, and ``__cause__`` keeps the
-check's own exception for a traceback (``--debug``).
+A check that raises anything (``KeyboardInterrupt`` and ``SystemExit`` included), whose
+``name`` raises, that returns anything but ``Wait(finite seconds >= 0)`` or a ``Verdict``,
+takes longer than ``LOOK_TIMEOUT_S`` wall-clock seconds to answer one look, or keeps
+asking for looks past ``max_looks`` ends the drive with ``CheckFailed``: its message is the
+run's ``error`` outcome, and ``__cause__`` keeps the check's own exception for a traceback
+(``--debug``). Only ``Interrupt`` (the driving program's Ctrl-C or SIGTERM) passes through.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+import os
+import signal
+import threading
+from collections.abc import Generator, Sequence
+from typing import Any
 
 from checks.model import Look, Verdict, Wait
 from checks.protocol import Check
 
 #: A check that keeps asking for looks without deciding is a broken check, not a slow one.
+#: ``TESTBED_MAX_LOOKS`` (the CLI's ``--max-looks``) changes it.
 MAX_LOOKS = 10_000
+#: Wall-clock seconds one call of a check's ``next`` may take. Assumed: every built-in
+#: answers a look in well under a millisecond, a thousand-machine look in under a second.
+#: ``TESTBED_CHECK_TIMEOUT_S`` (the CLI's ``--check-timeout``) changes it.
+LOOK_TIMEOUT_S = 10.0
+LOOKS_ENV, TIMEOUT_ENV = "TESTBED_MAX_LOOKS", "TESTBED_CHECK_TIMEOUT_S"
+#: After the limit, the alarm repeats this often, so a check that catches one goes on
+#: being interrupted (one that catches every one in a loop cannot be stopped in-process).
+_REPEAT_S = 0.05
 
 
 class CheckFailed(Exception):
     """The check could not be driven to a verdict: it raised or broke the protocol."""
+
+
+class Interrupt(BaseException):
+    """Raised by the driving program's signal handlers (Ctrl-C, SIGTERM): it ends the program.
+
+    Anything else a check's ``next`` raises -- a ``KeyboardInterrupt`` or ``SystemExit`` of
+    its own included -- is the check's error, not a reason to stop.
+    """
+
+
+class _Overtime(BaseException):
+    """The look's wall-clock budget ran out (raised by the SIGALRM handler)."""
+
+
+def limits() -> tuple[int, float]:
+    """The look limit and the per-look wall-clock limit, from the environment if it says.
+
+    The command line validates both (exit 2); a value it could not read falls back to the
+    default here, so a driver never fails on it.
+    """
+    looks, timeout = MAX_LOOKS, LOOK_TIMEOUT_S
+    try:
+        looks = max(1, int(os.environ.get(LOOKS_ENV) or MAX_LOOKS))
+    except ValueError:
+        pass
+    try:
+        value = float(os.environ.get(TIMEOUT_ENV) or LOOK_TIMEOUT_S)
+        if math.isfinite(value) and value > 0:
+            timeout = value
+    except ValueError:
+        pass
+    return looks, timeout
+
+
+class _Alarm:
+    """A per-call wall-clock limit with ``signal.setitimer`` (SIGALRM) in the main thread.
+
+    Why a signal and not a worker thread: a thread that runs over cannot be stopped, so it
+    would go on burning a core (and holding the GIL) beside every later run; SIGALRM
+    interrupts the check itself, in ``time.sleep`` as in a busy loop. The limit only ever
+    turns a run into ``error``; it never changes a verdict a check gives in time, so runs
+    stay deterministic for every check that answers well within it. Where no alarm can be
+    used (a thread other than the main one, as in a Dask worker; a platform without
+    setitimer; a program with its own SIGALRM handler), checks run without the limit.
+    """
+
+    def __init__(self) -> None:
+        self.active = False
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.active:
+            raise _Overtime
+
+    def usable(self) -> bool:
+        if not hasattr(signal, "setitimer"):
+            return False
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        current = signal.getsignal(signal.SIGALRM)
+        if current == self._handler:
+            return True
+        if current in (signal.SIG_DFL, None):
+            signal.signal(signal.SIGALRM, self._handler)
+            return True
+        return False
+
+    def call(self, check: Check, publish_started_ms: int, looks: Sequence[Look],
+             timeout_s: float) -> Any:
+        if not self.usable():
+            return check.next(publish_started_ms, looks)
+        self.active = True
+        signal.setitimer(signal.ITIMER_REAL, timeout_s, _REPEAT_S)
+        try:
+            return check.next(publish_started_ms, looks)
+        finally:
+            self.active = False  # first: an alarm from here on is ignored
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+_ALARM = _Alarm()
+
+
+def call_check(
+    check: Check, publish_started_ms: int, looks: Sequence[Look], timeout_s: float
+) -> Any:
+    """One call of ``check.next`` under the wall-clock limit; anything it raises: CheckFailed."""
+    try:
+        return _ALARM.call(check, publish_started_ms, looks, timeout_s)
+    except Interrupt:
+        raise
+    except _Overtime:
+        raise CheckFailed(f"check took longer than {timeout_s:g} s to answer look "
+                          f"{len(looks)} (the limit: --check-timeout or {TIMEOUT_ENV})") from None
+    except BaseException as error:  # noqa: BLE001 -- a user's check may raise anything
+        raise CheckFailed(f"check raised {type(error).__name__}: {error}") from error
 
 
 def check_name(check: object) -> str:
@@ -45,15 +155,20 @@ def check_name(check: object) -> str:
 
 
 def drive(
-    check: Check, publish_started_ms: int, max_looks: int = MAX_LOOKS
+    check: Check, publish_started_ms: int, max_looks: int | None = None
 ) -> Generator[float, Look, Verdict]:
     """Yield how long to wait before each look; receive the look; return the verdict."""
+    env_looks, timeout_s = limits()
+    max_looks = env_looks if max_looks is None else max_looks
+    try:
+        getattr(check, "name", None)
+    except Interrupt:
+        raise
+    except BaseException as error:  # noqa: BLE001 -- a broken name is the check's error
+        raise CheckFailed(f"check's name raised {type(error).__name__}: {error}") from error
     looks: list[Look] = []
     while True:
-        try:
-            step = check.next(publish_started_ms, looks)
-        except Exception as error:  # a user's check may raise anything: that is its outcome
-            raise CheckFailed(f"check raised {type(error).__name__}: {error}") from error
+        step = call_check(check, publish_started_ms, looks, timeout_s)
         if isinstance(step, Verdict):
             if not isinstance(step.ok, bool) or not isinstance(step.reason, str):
                 raise CheckFailed(f"check returned {step!r}; a Verdict needs ok: bool, reason: str")
@@ -69,6 +184,7 @@ def drive(
         ):
             raise CheckFailed(f"check returned {step!r}; a Wait needs finite seconds >= 0")
         if len(looks) >= max_looks:
-            raise CheckFailed(f"check took {max_looks} looks without a verdict")
+            raise CheckFailed(f"check took {max_looks} looks without a verdict (the limit: "
+                              f"--max-looks or {LOOKS_ENV})")
         look = yield float(seconds)
         looks.append(look)

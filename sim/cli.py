@@ -3,29 +3,42 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
 import sys
+import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from checks import BUILTIN_CHECKS, Check
+from checks.drive import LOOKS_ENV, TIMEOUT_ENV, Interrupt
 from sim import checkcmd, scenario
 from sim.hunt.cli import add_hunt_parser
+from sim.checklimits import add_check_limits, apply_check_limits
 from sim.loader import build_checks, load_checks, setups
+from sim.outputs import check_output, is_special
 from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
-from sim.publish.compare import SCHEMA_VERSION, compare
+from sim.publish.compare import SCHEMA_VERSION, SeedRun, compare, run_json
 from sim.publish.world import run
 from sim.recording import Recorder, load_recordings, replay_all, replay_json
 from sim.rollout import config as rollout_config
 from sim.rollout.cli import add_lint_timing_parser, add_rollout_parser
 from sim.scenario import BadInput, parse_value
+from sim.settings import at_most, env_limit
 from sim.show import report
 from sim.sweep.cli import add_sweep_parser
 
 EXIT_OK, EXIT_EXPECTATION, EXIT_BAD_INPUT = 0, 1, 2
+#: The most seeds one compare or checks runs: at about 10 ms a world with six checks, a
+#: million is hours; more is a typo (--runs 1000000000). Raise it with TESTBED_MAX_RUNS.
+MAX_RUNS, RUNS_ENV = 1_000_000, "TESTBED_MAX_RUNS"
+#: Up to this many runs, compare --json lists every run inline (as it always has); past it
+#: the runs are summarised, and --details FILE.jsonl streams them.
+INLINE_RUNS = 10
 # As a shell reports a command ended by SIGINT (Ctrl-C) or SIGTERM: 128 + the signal.
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 
@@ -122,9 +135,14 @@ def cmd_series(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run the checks side by side in the same world(s)."""
+    apply_check_limits(args)
+    at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
     loaded = scenario.load(args.scenario, args.set)
-    if args.runs < 1:
-        raise BadInput(f"--runs: must be at least 1 (got {args.runs})")
+    # Every output path is judged before the first world runs: a bad one costs nothing.
+    for option, path in (("--record", args.record), ("--timeline", args.timeline),
+                         ("--details", args.details)):
+        if path:
+            check_output(option, Path(path), args.force)
     names_asked = checkcmd.with_commands(args.check, args)
     built = build_checks(names_asked, loaded.check, _options(args.check_opt))
     checks = [b.check for b in built]
@@ -144,23 +162,64 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         seeds = track(seeds, description=loaded.name, total=args.runs, transient=True,
                       console=Console(stderr=True))
-    result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
-                     setups=setups(built))
+    # Runs are held (for --json's "runs" and the one-run report) only while few; past
+    # INLINE_RUNS, or with --summary, memory stays flat in the number of runs.
+    keep = not args.summary and args.runs <= INLINE_RUNS
+    with _details(args.details, args.force, loaded.publish_started_ms) as on_run:
+        result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
+                         setups=setups(built), keep_runs=keep, on_run=on_run)
     if args.record:
-        recorder.save(args.record)
+        recorder.save(args.record, args.force)
         print(f"looks recorded to {args.record}", file=sys.stderr)
     if args.timeline:
         write_timeline(args.timeline, loaded, checks, seed)
     if args.json:
         print(json.dumps(result.to_json(), indent=None, separators=(",", ":")))
     else:
-        if args.runs == 1:
+        if args.runs == 1 and result.seeds:
             print(report.side_by_side(result, result.seeds[0], debug=args.debug))
         else:
             print(report.summary(result, debug=args.debug))
         if text := report.expectations(result):
             print(text)
     return EXIT_EXPECTATION if result.expectations_failed else EXIT_OK
+
+
+@contextlib.contextmanager
+def _details(
+    path: str | None, force: bool, publish_started_ms: int
+) -> Iterator[Callable[[SeedRun], None] | None]:
+    """``--details FILE.jsonl``: each seed's runs as one JSON line, streamed as they end.
+
+    Written to a temporary file beside the target and renamed when every run is in, so an
+    interrupted compare leaves the previous file (and no temporary one) behind.
+    """
+    if not path:
+        yield None
+        return
+    target = check_output("--details", Path(path), force)
+    if is_special(target):  # a device or pipe (--force): stream straight to it
+        with target.open("w", encoding="utf-8") as handle:
+            yield lambda run: handle.write(
+                json.dumps(run_json(run, publish_started_ms), separators=(",", ":")) + "\n")
+        return
+    folder = target.resolve().parent
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, delete=False,
+                                     prefix=f".{target.name}.", suffix=".tmp") as handle:
+        temporary = Path(handle.name)
+        try:
+            yield lambda run: handle.write(
+                json.dumps(run_json(run, publish_started_ms), separators=(",", ":")) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        except BaseException:
+            handle.close()
+            temporary.unlink(missing_ok=True)
+            raise
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(temporary, 0o666 & ~umask)
+    os.replace(temporary, target.resolve())
 
 
 def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], seed: int) -> None:
@@ -178,6 +237,7 @@ def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], se
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
+    apply_check_limits(args)
     recordings = load_recordings(args.recording, args.at_ms, args.publish_ms)
     rows = replay_all(recordings, checkcmd.with_commands(args.check, args), _options(args.check_opt))
     if args.json:
@@ -189,8 +249,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_checks(args: argparse.Namespace) -> int:
     """The built-in checks × shipped scenarios table (Markdown), as in the README."""
-    if args.runs < 1:
-        raise BadInput(f"--runs: must be at least 1 (got {args.runs})")
+    apply_check_limits(args)
+    at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
     reports = []
     asked = args.check or (list(BUILTIN_CHECKS) if args.check_cmd else [])
     names = checkcmd.with_commands(asked, args)
@@ -200,7 +260,8 @@ def cmd_checks(args: argparse.Namespace) -> int:
         loaded = scenario.load(name)
         built = build_checks(names, loaded.check, extra)
         reports.append(compare(loaded, [b.check for b in built],
-                               range(loaded.seed, loaded.seed + args.runs), setups=setups(built)))
+                               range(loaded.seed, loaded.seed + args.runs), setups=setups(built),
+                               keep_runs=False))
         rules = {b.setup.name: _rule(b.check) for b in built}
     rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
     if args.json:
@@ -274,7 +335,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--record", metavar="LOOKS.jsonl",
         help="write every look of every run as Fly Machines API JSON, one look per line",
     )
+    comp.add_argument(
+        "--details", metavar="FILE.jsonl",
+        help="stream every run's results (each check's looks too) as JSON Lines, one seed a "
+        f"line; --json holds them inline only up to {INLINE_RUNS} runs",
+    )
+    comp.add_argument("--summary", action="store_true",
+                      help="print only the summary (outcome counts), never per-run details")
+    comp.add_argument("--force", action="store_true",
+                      help="write to a device or through a symlink at --record/--timeline/--details")
     _add_debug(comp)
+    add_check_limits(comp)
     checkcmd.add_arguments(comp)
     comp.set_defaults(handler=cmd_compare)
 
@@ -308,6 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "(repeatable; overrides the recording's check_options)")
     rep.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     _add_debug(rep)
+    add_check_limits(rep)
     checkcmd.add_arguments(rep)
     rep.set_defaults(handler=cmd_replay)
 
@@ -323,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
                        help="an option for the checks declaring KEY (as in compare)")
     table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    add_check_limits(table)
     checkcmd.add_arguments(table)
     table.set_defaults(handler=cmd_checks)
 
@@ -345,25 +418,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _Terminated(Exception):
+class _Terminated(Interrupt):
     """SIGTERM arrived: end the command as Ctrl-C would, with the shell's status 143."""
 
 
-def _exit_on_sigterm() -> Any:
-    """Turn SIGTERM into ``_Terminated`` (main thread only); the handler it replaced."""
+class _Interrupted(Interrupt, KeyboardInterrupt):
+    """The user's Ctrl-C: unlike a KeyboardInterrupt a check raises, it ends the command."""
+
+
+def _exit_on_signals() -> Any:
+    """SIGTERM -> ``_Terminated``, SIGINT -> ``_Interrupted`` (main thread only).
+
+    Both are ``checks.drive.Interrupt``, which the check driver lets through, so a signal
+    arriving while a check runs still ends the command. Returns the handlers replaced.
+    """
     if threading.current_thread() is not threading.main_thread():
         return None
 
     def terminated(signum: int, frame: object) -> None:
         raise _Terminated
 
-    return signal.signal(signal.SIGTERM, terminated)
+    def interrupted(signum: int, frame: object) -> None:
+        raise _Interrupted
+
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupted)
+    return signal.signal(signal.SIGTERM, terminated), previous_int
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``testbed`` console script."""
     args = build_parser().parse_args(argv)
-    previous = _exit_on_sigterm()
+    previous = _exit_on_signals()
+    # --check-timeout and --max-looks travel in the environment (to sweep workers too);
+    # the caller's values come back when the command ends (main may run in a test process).
+    saved_env = {key: os.environ.get(key) for key in (TIMEOUT_ENV, LOOKS_ENV)}
     try:
         code: int = args.handler(args)
     except KeyboardInterrupt:
@@ -382,7 +472,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     finally:
         if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGTERM, previous[0])
+            signal.signal(signal.SIGINT, previous[1])
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         checkcmd.close_all()  # no --check-cmd child outlives the command, whatever happened
     return code
 

@@ -22,6 +22,7 @@ import dataclasses
 import importlib
 import importlib.util
 import inspect
+import math
 import typing
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -207,7 +208,11 @@ def _target(spec: str) -> _Target:
 def _finish(target: _Target, check: Check) -> Check:
     if not callable(getattr(check, "next", None)):
         raise BadInput(f"--check {target.spec}: has no next(publish_started_ms, looks) method")
-    if not isinstance(getattr(check, "name", None), str):
+    try:
+        name = getattr(check, "name", None)
+    except Exception:  # a broken name is the check's error, reported by the driver per run
+        return check
+    if not isinstance(name, str):
         with contextlib.suppress(AttributeError):
             setattr(check, "name", target.name)  # noqa: B010 -- an arbitrary user object
     return check
@@ -225,10 +230,15 @@ def _typed(target: _Target, item: _Field, value: Any, where: str) -> Any:
     except Exception:  # a hint pydantic cannot check (an arbitrary class): taken as given
         return value
     try:
-        return adapter.validate_python(value, strict=True)
+        typed = adapter.validate_python(value, strict=True)
     except ValidationError as error:
         rule = error.errors()[0]["msg"].rstrip(".").lower()
         raise BadInput(f"{where} {item.name}={value!r}: {target.name}.{item.name}: {rule}") from None
+    # Options are times and counts: inf or NaN would make a check wait forever or never judge.
+    if isinstance(typed, float) and not math.isfinite(typed):
+        raise BadInput(f"{where} {item.name}={value!r}: {target.name}.{item.name}: "
+                       "must be a finite number")
+    return typed
 
 
 def _scoped(extra: Mapping[str, Any], targets: Sequence[_Target]) -> list[dict[str, Any]]:

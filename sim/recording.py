@@ -10,28 +10,29 @@ newest ``launch``/``update`` event (``--publish-ms`` overrides); see ``checks.fl
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checks import Look, Verdict
+from checks import Check, Look, Verdict
+from checks.drive import CheckFailed, drive
 from checks.flyjson import (
+    TOLERANCE_MS,
     Recording,
     RecordingError,
     is_recording_line,
     look_to_json,
     payload_recording,
     read_recordings,
-    replay,
 )
 from sim.loader import CheckSetup, build_checks
+from sim.outputs import check_output, write_atomic
 from sim.publish.compare import SCHEMA_VERSION
 from sim.publish.world import RunResult
 from sim.scenario import BadInput
+from sim.settings import read_text
 
 
 class Recorder:
@@ -61,33 +62,24 @@ class Recorder:
             for recorded in result.looks
         ]
 
-    def save(self, path: str) -> None:
+    def save(self, path: str, force: bool = False) -> None:
         """Write the file whole or not at all (temp file in the same folder, then rename)."""
-        target = Path(path)
-        try:
-            fd, temp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.")
-        except OSError as error:
-            raise BadInput(f"--record {path}: cannot write ({error.strerror})") from None
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.writelines(line + "\n" for line in self.lines)
-        os.replace(temp, target)
+        target = check_output("--record", Path(path), force)
+        write_atomic(target, lambda out: out.writelines(line + "\n" for line in self.lines))
 
 
 def load_recordings(
     path: str, at_ms: int | None = None, publish_ms: int | None = None
 ) -> list[Recording]:
     """Read a recording or a raw payload file, turning any problem into one line of bad input."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as error:
-        raise BadInput(f"{path}: cannot read recording ({error.strerror})") from None
-    except ValueError as error:  # bytes that are not UTF-8
-        raise BadInput(f"{path}: not a recording ({error})") from None
+    text = read_text(Path(path), "{path}: cannot read recording ({reason})")
+    deep = f"{path}: not a recording (JSON nested too deeply: a look is a few levels deep)"
     try:
         whole: object = json.loads(text)
     except ValueError:
         whole = None  # several JSON Lines (or not JSON at all): read line by line below
+    except RecursionError:
+        raise BadInput(deep) from None
     payload = whole is not None and not is_recording_line(whole)
     if not payload and (at_ms is not None or publish_ms is not None):
         option = "--at-ms" if at_ms is not None else "--publish-ms"
@@ -101,6 +93,8 @@ def load_recordings(
         raise BadInput(f"{path}: {error}") from None
     except ValueError as error:  # JSON that is not JSON
         raise BadInput(f"{path}: not a recording ({error})") from None
+    except RecursionError:  # json recurses per nested array or object
+        raise BadInput(deep) from None
     if not recordings:
         raise BadInput(f"{path}: the recording holds no looks")
     return recordings
@@ -160,14 +154,44 @@ def replay_all(
         chosen = [b for b in built if b.setup.name == recorded_by] or list(built)
         for loaded in chosen:
             try:
-                result = replay(loaded.check, recording.publish_started_ms, recording.looks)
-            except Exception as error:  # a user's check may raise anything: it is its outcome
-                detail = "".join(traceback.format_exception(error))
-                rows.append(_row(recording, loaded.setup, None, (), f"check raised {error!r}",
-                                 detail=detail))
+                verdict, fed = _replay(loaded.check, recording.publish_started_ms,
+                                       recording.looks)
+            except CheckFailed as failed:  # a user's check may do anything: it is its outcome
+                cause = failed.__cause__
+                detail = None if cause is None else "".join(traceback.format_exception(cause))
+                rows.append(_row(recording, loaded.setup, None, (), str(failed), detail=detail))
                 continue
-            rows.append(_row(recording, loaded.setup, result.verdict, result.looks, None))
+            rows.append(_row(recording, loaded.setup, verdict, fed, None))
     return rows
+
+
+def _replay(
+    check: Check, publish_started_ms: int, looks: Sequence[Look]
+) -> tuple[Verdict | None, tuple[Look, ...]]:
+    """``checks.flyjson.replay``'s serving rule, through the one driver loop (``drive``).
+
+    So a replayed check runs under the same budget and validation as a simulated one.
+    """
+    fed: list[Look] = []
+    now_ms = publish_started_ms
+    index = 0
+    steps = drive(check, publish_started_ms)
+    try:
+        wait = next(steps)
+        while True:
+            due_ms = now_ms + round(wait * 1000) - TOLERANCE_MS
+            while index < len(looks) and looks[index].at_ms < due_ms:
+                index += 1
+            if index == len(looks):
+                steps.close()
+                return None, tuple(fed)
+            fed.append(looks[index])
+            now_ms = looks[index].at_ms
+            index += 1
+            wait = steps.send(fed[-1])
+    except StopIteration as done:
+        verdict: Verdict = done.value
+        return verdict, tuple(fed)
 
 
 def _row(

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
 from sim.settings import BadInput, apply_sets, format_error, load_settings, parse_value, validated
@@ -91,6 +91,24 @@ class PlatformTable(_Table):
         return value
 
 
+#: The shortest crash or flap period a world runs (seconds). Assumed: no app crashes
+#: faster than a process can start; below it a run's events grow without useful bound
+#: (a 1 us crash loop). ``TESTBED_MIN_PERIOD_S`` lowers it for a deliberate experiment.
+MIN_PERIOD_S = 0.001
+
+
+def _min_period(value: float, info: ValidationInfo) -> float:
+    text = os.environ.get("TESTBED_MIN_PERIOD_S", "")
+    try:
+        floor = float(text) if text.strip() else MIN_PERIOD_S
+    except ValueError:
+        floor = MIN_PERIOD_S
+    if value < floor:
+        raise ValueError(f"must be at least {floor:g} s (a millisecond: shorter periods make "
+                         "a run unbounded); set TESTBED_MIN_PERIOD_S to lower the limit")
+    return value
+
+
 class AppTable(_Table):
     """An image's app behaviour and its parameters."""
 
@@ -104,6 +122,9 @@ class AppTable(_Table):
     #: The code the app exits with (0: a clean exit, which on-failure does not restart).
     exit_code: int = Field(1, ge=0, le=255)
 
+    _periods = field_validator("crash_after_s", "crash_on_boot_s", "flaky_interval_s")(
+        _min_period)
+
 
 class PreviousTable(AppTable):
     """``[previous]``: the release that is live before the publish (omit for a first publish)."""
@@ -116,7 +137,8 @@ class ReleaseTable(AppTable):
     """``[release]``: what the publish rolls out."""
 
     image: str = "registry.fly.io/app:release"
-    machines: int = Field(1, ge=1, le=100_000)
+    #: Strict: ``machines = true`` is a mistake, not one machine.
+    machines: int = Field(1, ge=1, le=100_000, strict=True)
 
 
 class CheckTable(_Table):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ def parse_value(text: str) -> Any:
     """Read a ``--set`` value as TOML (numbers, booleans, quoted strings), else as a bare string."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return text
 
 
@@ -57,7 +58,10 @@ def set_key(merged: dict[str, Any], key: str, value: Any, where: str) -> None:
 
 def format_error(source: str, error: ValidationError) -> str:
     """The first validation problem as one line naming the field and the rule."""
-    first = error.errors()[0]
+    errors = error.errors()
+    # In a union (a sweep axis is a list, a range or a random draw) the first error is the
+    # first branch's; a non-finite number is the one a person can act on.
+    first = next((e for e in errors if e["type"] == "finite_number"), errors[0])
     loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
     kind = first["type"]
     if kind == "extra_forbidden":
@@ -65,7 +69,9 @@ def format_error(source: str, error: ValidationError) -> str:
     if kind == "missing":
         return f"{source}: {loc}: required field is missing"
     got = first.get("input")
-    return f"{source}: {loc}: {first['msg'].rstrip('.').lower()} (got {got!r})"
+    # Only the first letter is lowered: a message may name an environment variable.
+    msg = first["msg"].rstrip(".").removeprefix("Value error, ")
+    return f"{source}: {loc}: {msg[:1].lower()}{msg[1:]} (got {got!r})"
 
 
 def validated(model: type[Model], raw: dict[str, Any], source: str) -> Model:
@@ -104,14 +110,68 @@ def read_toml(path: Path, unreadable: str) -> dict[str, Any]:
     ``unreadable`` is the message for a file that cannot be read, with ``{path}`` and
     ``{reason}`` in it.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise BadInput(unreadable.format(path=path, reason=error.strerror)) from None
+    text = read_text(path, unreadable)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise BadInput(f"{path.name}: malformed TOML: {error}") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise BadInput(f"{path.name}: malformed TOML: nested too deeply") from None
+
+
+#: The largest settings or recording file read whole (bytes): far above any real one, it
+#: keeps a mistaken path (a disk image, /dev/zero) from filling memory. Raise it with
+#: TESTBED_MAX_FILE_BYTES.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+def read_text(path: Path, unreadable: str) -> str:
+    """The UTF-8 text of ``path``: the one reader of every text file a person hands in.
+
+    BadInput (one line) if it cannot be read (``unreadable``, with ``{path}`` and
+    ``{reason}``), is not a regular file, is larger than ``MAX_FILE_BYTES``, or is not
+    UTF-8 (the byte offset of the first bad byte is named).
+    """
+    limit = env_limit("TESTBED_MAX_FILE_BYTES", MAX_FILE_BYTES)
+    try:
+        with path.open("rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):  # a pipe: `<(...)` is fine
+                raise BadInput(unreadable.format(path=path, reason="not a regular file"))
+            data = handle.read(limit + 1)
+    except OSError as error:
+        raise BadInput(unreadable.format(path=path, reason=error.strerror)) from None
+    if len(data) > limit:
+        raise BadInput(f"{path.name}: larger than {limit:,} bytes "
+                       "(set TESTBED_MAX_FILE_BYTES to raise the limit)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadInput(f"{path.name}: not UTF-8 text (byte {error.start}: "
+                       f"{data[error.start:error.start + 1]!r}); save it as UTF-8") from None
+
+
+def env_limit(name: str, default: int) -> int:
+    """A documented upper limit, raised (or lowered) by the environment variable ``name``."""
+    text = os.environ.get(name)
+    if text is None or not text.strip():
+        return default
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise BadInput(f"{name}: must be a whole number (got {text!r})") from None
+    if value < 1:
+        raise BadInput(f"{name}: must be at least 1 (got {value})")
+    return value
+
+
+def at_most(option: str, value: int, limit: int, env: str) -> None:
+    """BadInput unless ``1 <= value <= limit``: the message says how to raise the limit."""
+    if value < 1:
+        raise BadInput(f"{option}: must be at least 1 (got {value})")
+    if value > limit:
+        raise BadInput(f"{option}: must be at most {limit:,} (got {value:,}); "
+                       f"set {env} to raise the limit")
 
 
 def load_settings(

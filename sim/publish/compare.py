@@ -59,6 +59,43 @@ class OutcomeCounts:
 
 
 @dataclass(frozen=True, slots=True)
+class CheckStats:
+    """A running tally of one check over many runs: what the summary needs, in O(1) memory."""
+
+    runs: int = 0
+    down_s: float = 0.0
+    decided: int = 0
+    decided_s: float = 0.0
+    errors: int = 0
+    #: The first run that raised: its seed and traceback (``--debug`` shows it).
+    first_error_seed: int | None = None
+    first_error_detail: str | None = None
+
+    def plus(self, result: RunResult) -> CheckStats:
+        """These stats with one more run."""
+        first = self.first_error_seed is None and bool(result.error_detail)
+        return CheckStats(
+            runs=self.runs + 1,
+            down_s=self.down_s + result.site.down_s,
+            decided=self.decided + (result.decided_at_s is not None),
+            decided_s=self.decided_s + (result.decided_at_s or 0.0),
+            errors=self.errors + bool(result.error_detail),
+            first_error_seed=result.seed if first else self.first_error_seed,
+            first_error_detail=result.error_detail if first else self.first_error_detail,
+        )
+
+    @property
+    def mean_down_s(self) -> float:
+        """Mean seconds the site served 404s, over every run."""
+        return self.down_s / self.runs if self.runs else 0.0
+
+    @property
+    def mean_decided_s(self) -> float | None:
+        """Mean decision time over the runs that decided; None if none did."""
+        return self.decided_s / self.decided if self.decided else None
+
+
+@dataclass(frozen=True, slots=True)
 class SeedRun:
     """Every check's result in one seed's world."""
 
@@ -99,6 +136,12 @@ class Comparison:
     expectations_failed: tuple[ExpectationMiss, ...]
     #: How each check was built (options and their sources), when the caller says.
     setups: tuple[CheckSetup, ...] = ()
+    #: Per check, the running tally the summary is drawn from (kept whatever ``seeds`` keeps).
+    stats: Mapping[str, CheckStats] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({}))
+    #: Every seed run, first and last (``seeds`` may hold none of them: ``keep_runs``).
+    seed_range: tuple[int, int] | None = None
+    runs_count: int = 0
 
     def results_of(self, check: str) -> tuple[RunResult, ...]:
         """One check's results, a seed after another."""
@@ -110,14 +153,8 @@ class Comparison:
             "schema_version": SCHEMA_VERSION,
             "scenario": self.scenario,
             "description": self.description,
-            "runs": [
-                {
-                    "seed": run.seed,
-                    "release_bad": run.release_bad,
-                    "results": [result_json(r, self.publish_started_ms) for r in run.results],
-                }
-                for run in self.seeds
-            ],
+            "runs": [run_json(run, self.publish_started_ms) for run in self.seeds],
+            "runs_count": self.runs_count,
             "summary": {name: counts.to_json() for name, counts in self.summary.items()},
             "expect": dict(self.expect),
             "expect_not_run": list(self.expect_not_run),
@@ -125,7 +162,19 @@ class Comparison:
         }
         if self.setups:
             doc["check_options"] = {s.name: s.to_json() for s in self.setups}
+        if len(self.seeds) < self.runs_count:
+            # Per-run details of many runs are streamed (--details FILE.jsonl), not held.
+            del doc["runs"]
         return doc
+
+
+def run_json(run: SeedRun, publish_started_ms: int) -> dict[str, Any]:
+    """One seed's world: every check's result (a ``--json`` run, a ``--details`` line)."""
+    return {
+        "seed": run.seed,
+        "release_bad": run.release_bad,
+        "results": [result_json(r, publish_started_ms) for r in run.results],
+    }
 
 
 def _event_json(event: Event, publish_started_ms: int) -> dict[str, Any]:
@@ -206,29 +255,45 @@ def compare(
     seeds: Iterable[int],
     on_result: Callable[[RunResult], None] | None = None,
     setups: Sequence[CheckSetup] = (),
+    *,
+    keep_runs: bool = True,
+    on_run: Callable[[SeedRun], None] | None = None,
 ) -> Comparison:
     """Every check in every seed's world; the release's badness is judged once per seed.
 
     ``on_result`` sees each run's full result (e.g. to record its looks) as it finishes;
     ``setups`` (from ``sim.loader.build_checks``) say which options each check ran with.
+    With ``keep_runs=False`` no run is kept (memory flat in the number of seeds): the
+    summary comes from running tallies, and ``on_run`` sees each seed's runs as they end.
     """
     names = tuple(check_name(c) for c in checks)
     if len(set(names)) != len(names):
         raise ValueError(f"two checks share a name: {', '.join(names)}")
     counts = dict.fromkeys(names, OutcomeCounts())
+    stats = dict.fromkeys(names, CheckStats())
     runs = []
     failures = []
+    first_seed = last_seed = None
+    total = 0
     for seed in seeds:
+        total += 1
+        first_seed = seed if first_seed is None else first_seed
+        last_seed = seed
         results = tuple(run_checks(scenario, seed, checks))
         bad = results[0].bad if results else ground_truth(scenario, seed)
         for result in results:
             if on_result is not None:
                 on_result(result)
             counts[result.check] = counts[result.check].plus(result.outcome)
+            stats[result.check] = stats[result.check].plus(result)
             expected = scenario.expect.get(result.check)
             if expected is not None and expected != result.outcome:
                 failures.append(ExpectationMiss(seed, result.check, expected, result.outcome))
-        runs.append(SeedRun(seed, bad, results))
+        run = SeedRun(seed, bad, results)
+        if on_run is not None:
+            on_run(run)
+        if keep_runs:
+            runs.append(run)
     return Comparison(
         scenario=scenario.name,
         description=scenario.description,
@@ -240,4 +305,7 @@ def compare(
         expect_not_run=tuple(k for k in scenario.expect if k not in names),
         expectations_failed=tuple(failures),
         setups=tuple(setups),
+        stats=MappingProxyType(stats),
+        seed_range=None if first_seed is None or last_seed is None else (first_seed, last_seed),
+        runs_count=total,
     )

@@ -19,7 +19,16 @@ from sim.settings import load_settings, validated
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    # Times and counts must be finite: inf or NaN would make a rollout run without end.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, allow_inf_nan=False)
+
+
+#: The longest any rollout time may be (seconds): a day. Assumed: no deploy step or health
+#: check interval of interest is longer, and it keeps every run's simulated span bounded.
+DAY_S = 86_400.0
+#: The shortest watchdog interval (seconds). Assumed: a cron-like job runs at most every
+#: second; microsecond intervals make a run's events unbounded.
+MIN_WATCHDOG_INTERVAL_S = 1.0
 
 
 class FleetTable(_Table):
@@ -43,13 +52,13 @@ ALB_PRESET = BalancerTable()
 class DeployTable(_Table):
     """``[deploy]``: the rolling deploy, one server at a time."""
 
-    at_s: float = Field(120.0, ge=0)
-    serve_after_drain_s: float = Field(5.0, ge=0)
-    shutdown_s: float = Field(3.0, ge=0)
-    stop_grace_period_s: float = Field(10.0, ge=0)
-    start_min_s: float = Field(20.0, ge=0)
-    start_max_s: float = Field(60.0, ge=0)
-    healthy_timeout_s: float = Field(900.0, gt=0)
+    at_s: float = Field(120.0, ge=0, le=DAY_S)
+    serve_after_drain_s: float = Field(5.0, ge=0, le=DAY_S)
+    shutdown_s: float = Field(3.0, ge=0, le=DAY_S)
+    stop_grace_period_s: float = Field(10.0, ge=0, le=DAY_S)
+    start_min_s: float = Field(20.0, ge=0, le=DAY_S)
+    start_max_s: float = Field(60.0, ge=0, le=DAY_S)
+    healthy_timeout_s: float = Field(900.0, gt=0, le=DAY_S)
     lock: bool = False
     verify: bool = False
 
@@ -66,10 +75,10 @@ class WatchdogTable(_Table):
     """``[watchdog]``: the per-server self-healing job."""
 
     enabled: bool = True
-    interval_s: float = Field(60.0, gt=0)
+    interval_s: float = Field(60.0, ge=MIN_WATCHDOG_INTERVAL_S, le=DAY_S)
     consecutive_failures: int = Field(1, ge=1, le=1000)
     lock: bool = False
-    repair_s: float = Field(2.0, ge=0)
+    repair_s: float = Field(2.0, ge=0, le=DAY_S)
 
 
 class ComposeTable(_Table):
@@ -89,7 +98,7 @@ class TrafficTable(_Table):
 class TimingTable(_Table):
     """``[timing]``: bounds the invariants are checked against."""
 
-    max_reheal_s: float = Field(DEFAULT_MAX_REHEAL_S, gt=0)
+    max_reheal_s: float = Field(DEFAULT_MAX_REHEAL_S, gt=0, le=DAY_S)
 
 
 class ExpectTable(_Table):
@@ -107,7 +116,7 @@ class RolloutScenario(_Table):
     name: str
     description: str = ""
     seed: int = Field(0, ge=0)
-    settle_s: float = Field(60.0, ge=0)
+    settle_s: float = Field(60.0, ge=0, le=DAY_S)
     fleet: FleetTable = FleetTable()
     balancer: BalancerTable = BalancerTable()
     deploy: DeployTable = DeployTable()

@@ -106,30 +106,29 @@ def summary(report: Comparison, debug: bool = False) -> str:
     With ``debug``, the first traceback of each check that raised follows the table.
     """
     outcomes = list(OUTCOMES)
-    seeds = [run.seed for run in report.seeds]
+    first, last = report.seed_range or (0, 0)
     lines = [
-        f"{report.scenario} · {len(seeds)} seeds ({seeds[0]}…{seeds[-1]})",
+        f"{report.scenario} · {report.runs_count} seeds ({first}…{last})",
         "",
         *options(report.setups),
         f"{'check':<20}" + "".join(f"{o:>12}" for o in outcomes) + f"{'mean down':>12}"
         + f"{'mean decide':>13}",
     ]
     for name, counts in report.summary.items():
-        mine = report.results_of(name)
-        down = sum(r.site.down_s for r in mine) / len(mine)
-        decided = [r.decided_at_s for r in mine if r.decided_at_s is not None]
-        decide = f"{sum(decided) / len(decided):.1f} s" if decided else "-"
+        stats = report.stats[name]
+        mean = stats.mean_decided_s
+        decide = "-" if mean is None else f"{mean:.1f} s"
         lines.append(
             f"{name:<20}" + "".join(f"{counts.count(o):>12}" for o in outcomes)
-            + f"{down:>10.1f} s" + f"{decide:>13}"
+            + f"{stats.mean_down_s:>10.1f} s" + f"{decide:>13}"
         )
     if debug:
         for name in report.summary:
-            raised = [r for r in report.results_of(name) if r.error_detail]
-            if raised:
-                first = raised[0]
-                lines.append(f"\n{name} raised on seed {first.seed} ({len(raised)} run(s)):")
-                lines += ["    " + line for line in (first.error_detail or "").splitlines()]
+            stats = report.stats[name]
+            if stats.first_error_detail:
+                lines.append(f"\n{name} raised on seed {stats.first_error_seed} "
+                             f"({stats.errors} run(s)):")
+                lines += ["    " + line for line in stats.first_error_detail.splitlines()]
     return "\n".join(lines)
 
 

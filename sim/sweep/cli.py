@@ -20,12 +20,18 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from sim.settings import BadInput
+from sim.checklimits import add_check_limits, apply_check_limits
+from sim.outputs import check_output
+from sim.settings import BadInput, at_most, env_limit
 from sim.sweep.file import load_sweep
 from sim.sweep.output import check_out_path, summarise, summary_table, write_rows
 from sim.sweep.run import run_sweep
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
+#: The most local worker processes: each holds a simulator (tens of MB), and past a few per
+#: core they only contend. Raise it with TESTBED_MAX_WORKERS.
+MAX_WORKERS = 256
+WORKERS_ENV = "TESTBED_MAX_WORKERS"
 
 
 class _RateColumn(ProgressColumn):
@@ -57,21 +63,27 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--heatmap", metavar="FILE.png",
                         help="also draw the miss-region heatmap of two axes to this file")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--force", action="store_true",
+                        help="write to a device or through a symlink at --out/--heatmap")
+    add_check_limits(parser)
     parser.set_defaults(handler=cmd_sweep)
     return parser
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run a sweep file; write its rows; print the summary."""
+    apply_check_limits(args)  # before the pool starts: its workers inherit the limits
     sweep = load_sweep(args.sweep)
-    if args.workers is not None and args.workers < 1:
-        raise BadInput(f"--workers: must be at least 1 (got {args.workers})")
+    if args.workers is not None:
+        at_most("--workers", args.workers, env_limit(WORKERS_ENV, MAX_WORKERS), WORKERS_ENV)
     if args.workers is not None and args.dask:
         raise BadInput("--workers and --dask: choose one (Dask decides its own workers)")
     out = Path(args.out or f"{sweep.name}.csv")
-    check_out_path(out)
+    check_out_path(out, args.force)
     if args.heatmap and len(sweep.axes) < 2:
         raise BadInput("--heatmap: the sweep needs two axes")
+    if args.heatmap:
+        check_output("--heatmap", Path(args.heatmap), args.force)
     errors = Console(stderr=True)
     progress = Progress(
         TextColumn(f"[bold]{sweep.name}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
@@ -91,7 +103,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             sweep, workers=args.workers, dask=args.dask,
             progress=lambda units: progress.advance(task, units),
         )
-    write_rows(out, sweep, result.rows)
+    write_rows(out, sweep, result.rows, args.force)
     if args.heatmap:
         save_heatmap(result.rows, sweep, Path(args.heatmap))
     if result.interrupted:

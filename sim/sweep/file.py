@@ -20,13 +20,35 @@ from checks import BUILTIN_CHECKS
 from sim import scenario as scenarios
 from sim.loader import load_checks
 from sim.scenario import Scenario, validate
-from sim.settings import BadInput, apply_sets, copy_tables, locate, read_toml, set_key, validated
+from sim.settings import (
+    BadInput,
+    apply_sets,
+    copy_tables,
+    env_limit,
+    locate,
+    read_toml,
+    set_key,
+    validated,
+)
 
 Scalar = int | float | str | bool
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # inf or NaN in an axis would make a range endless or a point meaningless.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+#: The most worlds one sweep runs (points x seeds), and so the most values one axis holds:
+#: the shipped sweeps run 10,000 and 12,500; a million takes hours on a laptop. Raise it with
+#: TESTBED_MAX_SWEEP_POINTS.
+MAX_SWEEP_POINTS = 1_000_000
+POINTS_ENV = "TESTBED_MAX_SWEEP_POINTS"
+
+
+def max_points() -> int:
+    """The limit on worlds per sweep, from the environment if it says."""
+    return env_limit(POINTS_ENV, MAX_SWEEP_POINTS)
 
 
 class RangeAxis(_Table):
@@ -41,6 +63,11 @@ class RangeAxis(_Table):
         count = math.floor((self.stop - self.start) / self.step + 1e-9) + 1
         if count < 1:
             raise ValueError(f"empty range: stop {self.stop:g} is below start {self.start:g}")
+        # Counted before a single value is made: 1e12 points would end in MemoryError.
+        limit = max_points()
+        if count > limit:
+            raise ValueError(f"{count:,} values, more than the {limit:,} a sweep may run "
+                             f"(a wider step, or set {POINTS_ENV} to raise the limit)")
         whole = self.start.is_integer() and self.step.is_integer()
         out: list[Scalar] = []
         for i in range(count):
@@ -55,13 +82,17 @@ class RandomAxis(_Table):
     random: Literal["uniform", "integers", "loguniform"]
     low: float
     high: float
-    count: int = Field(ge=1, le=1_000_000)
+    count: int = Field(ge=1)
     seed: int = 0
 
     def values(self) -> list[Scalar]:
         """The drawn values, in draw order."""
         if self.high < self.low:
             raise ValueError(f"high {self.high:g} is below low {self.low:g}")
+        limit = max_points()
+        if self.count > limit:
+            raise ValueError(f"count {self.count:,} is more than the {limit:,} values a sweep "
+                             f"may run (set {POINTS_ENV} to raise the limit)")
         rng = random.Random(self.seed)
         if self.random == "integers":
             low, high = math.ceil(self.low), math.floor(self.high)
@@ -102,6 +133,15 @@ class SweepFile(_Table):
     first_seed: int | None = Field(None, ge=0)
     axes: dict[str, Axis] = {}
     heatmap: HeatmapTable | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        # The name becomes the default output file: it must stay in the output folder.
+        if value and (value != Path(value).name or value in (".", "..") or value.startswith(".")):
+            raise ValueError("must be one file name (no folder, no leading dot): output "
+                             "goes to NAME.csv in the current folder; use --out for elsewhere")
+        return value
 
     @field_validator("seeds")
     @classmethod
@@ -226,6 +266,11 @@ def from_spec(spec: SweepFile, sweep_dir: Path, default_name: str = "sweep") -> 
             if key not in spec.axes:
                 raise BadInput(f"heatmap: {key!r} is not one of the axes")
         heatmap = tuple(keys)
+    units = math.prod(len(values) for _, values in axes) * len(seeds)
+    limit = max_points()
+    if units > limit:
+        raise BadInput(f"axes: {units:,} worlds (points x seeds), more than the {limit:,} a "
+                       f"sweep may run; thin an axis, or set {POINTS_ENV} to raise the limit")
     return Sweep(
         spec.name or default_name, scenario_name, base, tuple(check_names), seeds, tuple(axes),
         heatmap,

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
-import os
 import statistics
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
+from sim.outputs import check_output, write_atomic
 from sim.publish.compare import SCHEMA_VERSION, OutcomeCounts
 from sim.settings import BadInput
 from sim.sweep.units import Row, check_names, columns
@@ -160,43 +158,37 @@ def _csv_cell(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def check_out_path(path: Path) -> None:
-    """Refuse an output path before any work is done: a known suffix, a folder that exists."""
+def check_out_path(path: Path, force: bool = False) -> Path:
+    """Refuse an output path before any work is done: a known suffix, a writable place.
+
+    Returns where the rows will go (``sim.outputs.check_output``).
+    """
     if path.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
         raise BadInput(f"--out {path}: the suffix must be .csv, .jsonl or .ndjson")
-    # Resolved, so `dir/../x.csv` is judged by the folder it really lands in.
-    if not path.resolve().parent.is_dir():
-        raise BadInput(f"--out {path}: no such directory {path.parent}")
+    return check_output("--out", path, force)
 
 
-def write_rows(path: Path, sweep: Sweep, rows: Sequence[Row]) -> None:
+def write_rows(path: Path, sweep: Sweep, rows: Sequence[Row], force: bool = False) -> None:
     """Write rows as CSV (``.csv``) or JSON Lines (``.jsonl``/``.ndjson``), atomically.
 
     The rows go to a temporary file in the same directory, which then replaces ``path``
     in one step: a reader never sees half a file, and an old file survives a failure.
     """
-    check_out_path(path)
     suffix = path.suffix.lower()
-    path = path.resolve()
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            if suffix == ".csv":
-                writer = csv.writer(handle, lineterminator="\n")
-                names = columns(sweep)
-                writer.writerow(names)
-                for row in rows:
-                    writer.writerow([_csv_cell(row.get(name)) for name in names])
-            else:
-                for row in rows:
-                    handle.write(json.dumps(row, separators=(",", ":")) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    target = check_out_path(path, force)
+
+    def write(handle: IO[str]) -> None:
+        if suffix == ".csv":
+            writer = csv.writer(handle, lineterminator="\n")
+            names = columns(sweep)
+            writer.writerow(names)
+            for row in rows:
+                writer.writerow([_csv_cell(row.get(name)) for name in names])
+        else:
+            for row in rows:
+                handle.write(json.dumps(row, separators=(",", ":")) + "\n")
+
+    write_atomic(target, write, newline="")
 
 
 def read_rows(path: Path) -> list[Row]:

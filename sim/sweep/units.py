@@ -10,6 +10,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from checks.drive import check_name
 from sim.loader import load_checks
 from sim.publish.world import run_checks
 from sim.scenario import validate
@@ -34,7 +35,8 @@ def check_names(sweep: Sweep) -> tuple[str, ...]:
     Built once in the base scenario: a check's name does not depend on the point.
     """
     base = validate(sweep.base, sweep.name)
-    return tuple(getattr(c, "name", "") for c in load_checks(list(sweep.checks), base.check))
+    # check_name, as the rows do: a user's ``name`` that raises is named by its type.
+    return tuple(check_name(c) for c in load_checks(list(sweep.checks), base.check))
 
 
 def columns(sweep: Sweep) -> list[str]:

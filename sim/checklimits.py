@@ -1,0 +1,61 @@
+"""``--check-timeout`` and ``--max-looks``: the budget every user check runs under.
+
+The limits travel as environment variables (``checks.drive.TIMEOUT_ENV``/``LOOKS_ENV``),
+so the worker processes a sweep starts inherit them; ``checks.drive`` reads them for each
+drive. Validated here: a bad value is one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+
+from checks.drive import LOOK_TIMEOUT_S, LOOKS_ENV, MAX_LOOKS, TIMEOUT_ENV
+from sim.settings import BadInput
+
+
+def add_check_limits(parser: argparse.ArgumentParser) -> None:
+    """Add ``--check-timeout SECONDS`` and ``--max-looks N`` to a subcommand."""
+    parser.add_argument(
+        "--check-timeout", type=float, metavar="SECONDS",
+        help=f"wall-clock seconds a check may take to answer one look before its run ends "
+        f"as error (default {LOOK_TIMEOUT_S:g}; env {TIMEOUT_ENV})",
+    )
+    parser.add_argument(
+        "--max-looks", type=int, metavar="N",
+        help=f"looks a check may ask for without deciding before its run ends as error "
+        f"(default {MAX_LOOKS:,}; env {LOOKS_ENV})",
+    )
+
+
+def apply_check_limits(args: argparse.Namespace) -> None:
+    """Validate the limits (flags over environment) and hand them on through the environment."""
+    timeout = getattr(args, "check_timeout", None)
+    where = "--check-timeout"
+    if timeout is None and os.environ.get(TIMEOUT_ENV):
+        where = TIMEOUT_ENV
+        try:
+            timeout = float(os.environ[TIMEOUT_ENV])
+        except ValueError:
+            raise BadInput(f"{TIMEOUT_ENV}: must be a number of seconds "
+                           f"(got {os.environ[TIMEOUT_ENV]!r})") from None
+    if timeout is not None:
+        if not math.isfinite(timeout):
+            raise BadInput(f"{where}: must be a finite number of seconds (got {timeout})")
+        if timeout <= 0:
+            raise BadInput(f"{where}: must be greater than 0 (got {timeout:g})")
+        os.environ[TIMEOUT_ENV] = repr(timeout)
+    looks = getattr(args, "max_looks", None)
+    where = "--max-looks"
+    if looks is None and os.environ.get(LOOKS_ENV):
+        where = LOOKS_ENV
+        try:
+            looks = int(os.environ[LOOKS_ENV])
+        except ValueError:
+            raise BadInput(f"{LOOKS_ENV}: must be a whole number "
+                           f"(got {os.environ[LOOKS_ENV]!r})") from None
+    if looks is not None:
+        if looks < 1:
+            raise BadInput(f"{where}: must be at least 1 (got {looks})")
+        os.environ[LOOKS_ENV] = str(looks)

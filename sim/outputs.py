@@ -1,0 +1,99 @@
+"""Output paths: judged before any work, written whole or not at all.
+
+Every file a command writes (``--out``, ``--record``, ``--details``, ``--timeline``,
+``--heatmap``) is checked by ``check_output`` before the first world runs, so a bad path
+costs nothing, and written by ``write_atomic``: a temporary file in the same folder, then a
+rename, so a reader never sees half a file, an old file survives a failure or Ctrl-C, and
+no temporary file is left behind.
+
+A directory, a missing folder, a folder we cannot write in are bad input. A device node
+(``/dev/null``) or a symbolic link is refused unless ``--force``: a rename would replace
+the node or the link itself (as root, ``--record /dev/null`` would replace the system's
+``/dev/null``). With ``--force`` a device is written in place, and a link is followed to
+the file it names, which is then replaced atomically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from sim.settings import BadInput
+
+
+def check_output(option: str, path: Path, force: bool = False) -> Path:
+    """The path to write for ``option``, or BadInput naming the option, the path and the rule.
+
+    Returns where the bytes will go: ``path`` itself, or with ``--force`` the file a
+    symbolic link names.
+    """
+    where = f"{option} {path}"
+    target = path
+    if path.is_symlink():
+        if not force:
+            raise BadInput(f"{where}: is a symlink (to {os.readlink(path)}); "
+                           "give --force to write through it")
+        target = path.resolve()
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as error:
+        raise BadInput(f"{where}: cannot write ({error.strerror})") from None
+    if mode is not None:
+        if stat.S_ISDIR(mode):
+            raise BadInput(f"{where}: is a directory; give a file name")
+        if not stat.S_ISREG(mode) and not force:
+            raise BadInput(f"{where}: is a device or special file, not a regular file; "
+                           "give --force to write to it")
+        if not stat.S_ISREG(mode):
+            if not os.access(target, os.W_OK):
+                raise BadInput(f"{where}: cannot write (permission denied)")
+            return target
+    folder = target.resolve().parent
+    if not folder.is_dir():
+        raise BadInput(f"{where}: no such directory {path.parent}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise BadInput(f"{where}: cannot write in folder {folder} (permission denied)")
+    return target
+
+
+def is_special(path: Path) -> bool:
+    """True for an existing path that is not a regular file (a device, a pipe)."""
+    try:
+        return not stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return False
+
+
+def write_atomic(
+    path: Path, write: Callable[[IO[str]], None], *, newline: str | None = None
+) -> None:
+    """Write text to ``path`` whole or not at all (a device, allowed by --force: in place).
+
+    The file is made with the umask's permissions, as ``open`` would make it.
+    """
+    if is_special(path):
+        with path.open("w", encoding="utf-8", newline=newline) as handle:
+            write(handle)
+        return
+    path = path.resolve()
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
