@@ -23,6 +23,7 @@ run's ``error`` outcome, and ``__cause__`` keeps the check's own exception for a
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
@@ -69,16 +70,12 @@ def limits() -> tuple[int, float]:
     default here, so a driver never fails on it.
     """
     looks, timeout = MAX_LOOKS, LOOK_TIMEOUT_S
-    try:
+    with contextlib.suppress(ValueError):
         looks = max(1, int(os.environ.get(LOOKS_ENV) or MAX_LOOKS))
-    except ValueError:
-        pass
-    try:
+    with contextlib.suppress(ValueError):
         value = float(os.environ.get(TIMEOUT_ENV) or LOOK_TIMEOUT_S)
         if math.isfinite(value) and value > 0:
             timeout = value
-    except ValueError:
-        pass
     return looks, timeout
 
 
@@ -141,7 +138,7 @@ def call_check(
     except _Overtime:
         raise CheckFailed(f"check took longer than {timeout_s:g} s to answer look "
                           f"{len(looks)} (the limit: --check-timeout or {TIMEOUT_ENV})") from None
-    except BaseException as error:  # noqa: BLE001 -- a user's check may raise anything
+    except BaseException as error:
         raise CheckFailed(f"check raised {type(error).__name__}: {error}") from error
 
 
@@ -164,7 +161,7 @@ def drive(
         getattr(check, "name", None)
     except Interrupt:
         raise
-    except BaseException as error:  # noqa: BLE001 -- a broken name is the check's error
+    except BaseException as error:
         raise CheckFailed(f"check's name raised {type(error).__name__}: {error}") from error
     looks: list[Look] = []
     while True:

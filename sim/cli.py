@@ -17,8 +17,8 @@ from typing import Any, NoReturn
 from checks import BUILTIN_CHECKS, Check
 from checks.drive import LOOKS_ENV, TIMEOUT_ENV, Interrupt
 from sim import checkcmd, scenario
-from sim.hunt.cli import add_hunt_parser
 from sim.checklimits import add_check_limits, apply_check_limits
+from sim.hunt.cli import add_hunt_parser
 from sim.loader import build_checks, load_checks, setups
 from sim.outputs import check_output, is_special
 from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
@@ -198,18 +198,27 @@ def _details(
         yield None
         return
     target = check_output("--details", Path(path), force)
+    def line(run: SeedRun) -> str:
+        return json.dumps(run_json(run, publish_started_ms), separators=(",", ":")) + "\n"
+
     if is_special(target):  # a device or pipe (--force): stream straight to it
-        with target.open("w", encoding="utf-8") as handle:
-            yield lambda run: handle.write(
-                json.dumps(run_json(run, publish_started_ms), separators=(",", ":")) + "\n")
+        with target.open("w", encoding="utf-8") as device:
+
+            def to_device(run: SeedRun) -> None:
+                device.write(line(run))
+
+            yield to_device
         return
     folder = target.resolve().parent
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, delete=False,
                                      prefix=f".{target.name}.", suffix=".tmp") as handle:
         temporary = Path(handle.name)
         try:
-            yield lambda run: handle.write(
-                json.dumps(run_json(run, publish_started_ms), separators=(",", ":")) + "\n")
+
+            def to_file(run: SeedRun) -> None:
+                handle.write(line(run))
+
+            yield to_file
             handle.flush()
             os.fsync(handle.fileno())
         except BaseException:
@@ -288,6 +297,19 @@ def _add_debug(parser: argparse.ArgumentParser) -> None:
                         help="show the traceback of a check that raised")
 
 
+def _add_output_options(comp: argparse.ArgumentParser) -> None:
+    """compare's --details, --summary and --force."""
+    comp.add_argument(
+        "--details", metavar="FILE.jsonl",
+        help="stream every run's results (each check's looks too) as JSON Lines, one seed a "
+        f"line; --json holds them inline only up to {INLINE_RUNS} runs",
+    )
+    comp.add_argument("--summary", action="store_true",
+                      help="print only the summary (outcome counts), never per-run details")
+    comp.add_argument("--force", action="store_true",
+                      help="write to a device or through a symlink at --record/--timeline/--details")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = _Parser(
@@ -335,15 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--record", metavar="LOOKS.jsonl",
         help="write every look of every run as Fly Machines API JSON, one look per line",
     )
-    comp.add_argument(
-        "--details", metavar="FILE.jsonl",
-        help="stream every run's results (each check's looks too) as JSON Lines, one seed a "
-        f"line; --json holds them inline only up to {INLINE_RUNS} runs",
-    )
-    comp.add_argument("--summary", action="store_true",
-                      help="print only the summary (outcome counts), never per-run details")
-    comp.add_argument("--force", action="store_true",
-                      help="write to a device or through a symlink at --record/--timeline/--details")
+    _add_output_options(comp)
     _add_debug(comp)
     add_check_limits(comp)
     checkcmd.add_arguments(comp)

@@ -57,7 +57,7 @@ def check_output(option: str, path: Path, force: bool = False) -> Path:
             return target
     folder = target.resolve().parent
     if not folder.is_dir():
-        raise BadInput(f"{where}: no such directory {path.parent}")
+        raise BadInput(f"{where}: cannot write: no such directory {path.parent}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise BadInput(f"{where}: cannot write in folder {folder} (permission denied)")
     return target

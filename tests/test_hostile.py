@@ -24,6 +24,8 @@ import faulthandler
 import json
 import os
 import re
+import signal
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -154,10 +156,13 @@ def _outcome(check: str, outcome: str, reason: str = "") -> Callable[[str], None
             assert all(re.search(reason, r["reason"] or "") for r in results), results
         elif "results" in doc:  # replay
             rows = [r for r in doc["results"] if r["check"] == check]
-            assert rows and all(r["verdict"] is None for r in rows), rows
+            assert rows, f"no row for {check}"
+            assert all(r["verdict"] is None for r in rows), rows
             assert all(re.search(reason, r["reason"]) for r in rows), rows
         else:  # sweep summary
-            assert doc["checks"][check]["errors"] == doc["checks"][check]["rows"] >= 1, doc
+            summary = doc["checks"][check]
+            assert summary["rows"] >= 1, doc
+            assert summary["errors"] == summary["rows"], doc
 
     return verify
 
@@ -173,7 +178,8 @@ def _summary_error(check: str) -> Callable[[str], None]:
 def _no_pass(stdout: str) -> None:
     doc = json.loads(stdout)
     verdicts = [r["verdict"] for r in doc["results"]]
-    assert verdicts and "pass" not in verdicts, verdicts
+    assert verdicts, doc
+    assert "pass" not in verdicts, verdicts
 
 
 BAD_UTF8 = b'name = "caf\xe9"\nseed = 1\n'
@@ -181,7 +187,7 @@ DEEP_TOML = "x = " + "[" * 5000 + "]" * 5000 + "\n"
 DEEP_JSON = "[" * 100_000 + "]" * 100_000
 
 
-def _corpus() -> list[Case]:
+def _corpus() -> list[Case]:  # noqa: PLR0915 -- one table of cases, read top to bottom
     cases: list[Case] = []
 
     def add(*args: object, **kwargs: object) -> None:
@@ -307,10 +313,10 @@ def _corpus() -> list[Case]:
         r"--out o\.csv: is a symlink.*--force", {"s.toml": one, "o.csv": "->/dev/null"})
     add("sweep-out-missing-folder", "bad output paths",
         ["sweep", "s.toml", "--no-progress", "--workers", "1", "--out", "nope/x.csv"], 2,
-        r"--out nope/x\.csv: no such directory", {"s.toml": one})
+        r"--out nope/x\.csv: cannot write: no such directory", {"s.toml": one})
     add("sweep-heatmap-missing-folder", "bad output paths",
         ["sweep", "s2.toml", "--no-progress", "--workers", "1", "--out", "x.csv",
-         "--heatmap", "nope/h.png"], 2, r"--heatmap nope/h\.png: no such directory",
+         "--heatmap", "nope/h.png"], 2, r"--heatmap nope/h\.png: cannot write: no such directory",
         {"s2.toml": SWEEP.format(checks='"count"').replace(
             '"release.crash_after_s" = [2.5]',
             '"release.crash_after_s" = [2.5]\n"check.look_delay_s" = [5.0]')},
@@ -338,10 +344,10 @@ def _corpus() -> list[Case]:
         r"--record link\.jsonl: .*symlink.*--force", {"link.jsonl": "->/dev/null"})
     add("compare-record-missing-folder", "bad output paths",
         ["compare", SCENARIO, "--record", "nope/r.jsonl"], 2,
-        r"--record nope/r\.jsonl: no such directory")
+        r"--record nope/r\.jsonl: cannot write: no such directory")
     add("compare-timeline-missing-folder", "bad output paths",
         ["compare", SCENARIO, "--timeline", "nope/t.png"], 2,
-        r"--timeline nope/t\.png: no such directory")
+        r"--timeline nope/t\.png: cannot write: no such directory")
     add("compare-timeline-directory", "bad output paths",
         ["compare", SCENARIO, "--timeline", "t.png"], 2, r"--timeline t\.png: is a directory",
         {"t.png/keep": ""})
@@ -402,7 +408,7 @@ def _corpus() -> list[Case]:
             ["hunt", "--check", f"uc.py:{attr}", "--budget", "2", "--no-progress", "--json",
              "--out", "hunted"], 1, files={"uc.py": USER_CHECKS},
             env={"TESTBED_CHECK_TIMEOUT_S": "0.2"},
-            stdout=lambda out: _hunt_found_error(out))
+            stdout=_hunt_found_error)
     add("checks-table-raises", "user checks that misbehave",
         ["checks", "--runs", "1", "--check", "uc.py:Raises", "--json"], 0,
         files={"uc.py": USER_CHECKS},
@@ -457,7 +463,8 @@ def _all_errors(stdout: str, check: str) -> None:
     doc = json.loads(stdout)
     for scenario, outcomes in doc["outcomes"].items():
         counts = outcomes[check]
-        assert counts["error"] == sum(counts.values()) == 1, (scenario, counts)
+        assert counts["error"] == 1, (scenario, counts)
+        assert sum(counts.values()) == 1, (scenario, counts)
 
 
 CORPUS = _corpus()
@@ -520,7 +527,8 @@ def test_hostile(case: Case, tmp_path: Path, recording: str,
     folder = tmp_path / "case"
     folder.mkdir()
     code, out, err, elapsed = _run(case, folder, recording, capsys, monkeypatch)
-    assert "Traceback" not in err and "Traceback" not in out
+    assert "Traceback" not in err
+    assert "Traceback" not in out
     assert code == case.code, f"exit {code}, expected {case.code}; stderr: {err!r}"
     assert elapsed < TIME_BOUND_S, f"took {elapsed:.1f} s"
     if case.code == 2:
@@ -558,9 +566,6 @@ def test_device_output_allowed_with_force(tmp_path: Path, capsys: pytest.Capture
 
 def test_real_ctrl_c_still_interrupts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A KeyboardInterrupt a check raises is its error; the user's Ctrl-C still ends the run."""
-    import signal
-    import subprocess
-
     (tmp_path / "uc.py").write_text(USER_CHECKS)
     child = subprocess.Popen(
         [sys.executable, "-m", "sim", "compare", SCENARIO, "--check", "uc.py:Sleeps",
@@ -573,3 +578,36 @@ def test_real_ctrl_c_still_interrupts(tmp_path: Path, monkeypatch: pytest.Monkey
     _out, err = child.communicate(timeout=20)
     assert child.returncode == 130, err
     assert err.strip() == "testbed: interrupted"
+
+
+def test_details_stream_one_line_per_seed_and_json_stays_small(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Past the inline limit, --json holds the summary only; --details has every run."""
+    details = tmp_path / "d.jsonl"
+    assert main(["compare", "healthy-release", "--runs", "12", "--seed", "3", "--json",
+                 "--details", str(details)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "runs" not in doc
+    assert doc["runs_count"] == 12
+    assert sum(doc["summary"]["count"].values()) == 12
+    lines = [json.loads(line) for line in details.read_text().splitlines()]
+    assert [line["seed"] for line in lines] == list(range(3, 15))
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_json_size_does_not_grow_with_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """The summary document of 11 and of 60 runs differ only in the digits of the counts."""
+    sizes = []
+    for runs in ("11", "60"):
+        assert main(["compare", "sept25-crash-loop", "--runs", runs, "--json"]) == 0
+        sizes.append(len(capsys.readouterr().out))
+    assert abs(sizes[1] - sizes[0]) < 100, sizes
+
+
+def test_summary_prints_the_counts_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    """--summary with one run: the outcome table, not the side-by-side report."""
+    assert main(["compare", "sept25-crash-loop", "--summary"]) == 0
+    out = capsys.readouterr().out
+    assert "1 seeds (1…1)" in out
+    assert "mean decide" in out

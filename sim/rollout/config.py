@@ -26,9 +26,9 @@ class _Table(BaseModel):
 #: The longest any rollout time may be (seconds): a day. Assumed: no deploy step or health
 #: check interval of interest is longer, and it keeps every run's simulated span bounded.
 DAY_S = 86_400.0
-#: The shortest watchdog interval (seconds). Assumed: a cron-like job runs at most every
-#: second; microsecond intervals make a run's events unbounded.
-MIN_WATCHDOG_INTERVAL_S = 1.0
+#: The shortest watchdog interval (seconds). Assumed: no self-healing job polls faster than
+#: every 10 ms; microsecond intervals make a run's events grow without useful bound.
+MIN_WATCHDOG_INTERVAL_S = 0.01
 
 
 class FleetTable(_Table):
