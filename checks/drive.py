@@ -112,8 +112,8 @@ class _Alarm:
         return False
 
     def call(self, check: Check, publish_started_ms: int, looks: Sequence[Look],
-             timeout_s: float) -> Any:
-        if not self.usable():
+             timeout_s: float, usable: bool) -> Any:
+        if not usable:
             return check.next(publish_started_ms, looks)
         self.active = True
         signal.setitimer(signal.ITIMER_REAL, timeout_s, _REPEAT_S)
@@ -128,11 +128,19 @@ _ALARM = _Alarm()
 
 
 def call_check(
-    check: Check, publish_started_ms: int, looks: Sequence[Look], timeout_s: float
+    check: Check,
+    publish_started_ms: int,
+    looks: Sequence[Look],
+    timeout_s: float,
+    alarm: bool | None = None,
 ) -> Any:
-    """One call of ``check.next`` under the wall-clock limit; anything it raises: CheckFailed."""
+    """One call of ``check.next`` under the wall-clock limit; anything it raises: CheckFailed.
+
+    ``alarm``: whether the SIGALRM limit can be used here (``None``: find out now).
+    """
+    usable = _ALARM.usable() if alarm is None else alarm
     try:
-        return _ALARM.call(check, publish_started_ms, looks, timeout_s)
+        return _ALARM.call(check, publish_started_ms, looks, timeout_s, usable)
     except Interrupt:
         raise
     except _Overtime:
@@ -164,8 +172,9 @@ def drive(
     except BaseException as error:
         raise CheckFailed(f"check's name raised {type(error).__name__}: {error}") from error
     looks: list[Look] = []
+    alarm = _ALARM.usable()  # once per drive: a drive stays in the thread it started in
     while True:
-        step = call_check(check, publish_started_ms, looks, timeout_s)
+        step = call_check(check, publish_started_ms, looks, timeout_s, alarm)
         if isinstance(step, Verdict):
             if not isinstance(step.ok, bool) or not isinstance(step.reason, str):
                 raise CheckFailed(f"check returned {step!r}; a Verdict needs ok: bool, reason: str")

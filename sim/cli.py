@@ -20,7 +20,7 @@ from sim import checkcmd, scenario
 from sim.checklimits import add_check_limits, apply_check_limits
 from sim.hunt.cli import add_hunt_parser
 from sim.loader import build_checks, load_checks, setups
-from sim.outputs import check_output, is_special
+from sim.outputs import check_image, check_output, is_special
 from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
 from sim.publish.compare import SCHEMA_VERSION, SeedRun, compare, run_json
 from sim.publish.world import run
@@ -139,10 +139,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
     loaded = scenario.load(args.scenario, args.set)
     # Every output path is judged before the first world runs: a bad one costs nothing.
-    for option, path in (("--record", args.record), ("--timeline", args.timeline),
-                         ("--details", args.details)):
+    for option, path in (("--record", args.record), ("--details", args.details)):
         if path:
             check_output(option, Path(path), args.force)
+    if args.timeline:
+        check_image("--timeline", Path(args.timeline), args.force)
     names_asked = checkcmd.with_commands(args.check, args)
     built = build_checks(names_asked, loaded.check, _options(args.check_opt))
     checks = [b.check for b in built]

@@ -97,3 +97,17 @@ def write_atomic(
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+#: The formats matplotlib's savefig writes (by suffix): judged before any work, without
+#: importing matplotlib.
+IMAGE_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".jpg", ".jpeg", ".eps", ".ps", ".tif",
+                  ".tiff", ".webp", ".gif", ".raw", ".rgba", ".pgf", ".avif")
+
+
+def check_image(option: str, path: Path, force: bool = False) -> Path:
+    """``check_output`` for a figure: the suffix must name a format matplotlib writes."""
+    if path.suffix.lower() not in IMAGE_SUFFIXES:
+        raise BadInput(f"{option} {path}: the suffix must name an image format "
+                       f"({', '.join(s[1:] for s in IMAGE_SUFFIXES)})")
+    return check_output(option, path, force)

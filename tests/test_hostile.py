@@ -548,6 +548,9 @@ def test_hostile(case: Case, tmp_path: Path, recording: str,
 def test_corpus_counts() -> None:
     """The corpus covers every class the issue names, each with several inputs."""
     counts = Counter(CLASS_OF.values())
+    ends = {k: Counter(f"exit {c.code}" for c in CORPUS if c.klass == k) for k in counts}
+    for klass, n in counts.items():  # shown with pytest -s: the issue's closing note
+        print(f"{klass}: {n} inputs, {dict(ends[klass])}")
     assert set(counts) == {
         "malformed or non-UTF-8 TOML", "wrong types", "NaN/inf/huge values", "bad sweep axes",
         "bad output paths", "broken recordings", "user checks that misbehave",

@@ -88,7 +88,8 @@ def run(scenario: RolloutScenario, seed: int) -> RolloutResult:
         ]
     env.run(until=env.process(deploy.run()))
     end_s = env.now + scenario.settle_s
-    env.run(until=end_s)
+    if scenario.settle_s > 0:  # simpy refuses to run until "now" (settle_s = 0: no settling)
+        env.run(until=end_s)
 
     traffic = timeline.tally(0.0, end_s, scenario.traffic.rps, traffic_rng.getrandbits(64))
     forced = {step.server for step in deploy.steps if step.force_killed}

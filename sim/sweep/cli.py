@@ -21,7 +21,7 @@ from rich.progress import (
 from rich.text import Text
 
 from sim.checklimits import add_check_limits, apply_check_limits
-from sim.outputs import check_output
+from sim.outputs import check_image
 from sim.settings import BadInput, at_most, env_limit
 from sim.sweep.file import load_sweep
 from sim.sweep.output import check_out_path, summarise, summary_table, write_rows
@@ -83,7 +83,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.heatmap and len(sweep.axes) < 2:
         raise BadInput("--heatmap: the sweep needs two axes")
     if args.heatmap:
-        check_output("--heatmap", Path(args.heatmap), args.force)
+        check_image("--heatmap", Path(args.heatmap), args.force)
     errors = Console(stderr=True)
     progress = Progress(
         TextColumn(f"[bold]{sweep.name}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
