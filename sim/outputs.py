@@ -108,6 +108,6 @@ IMAGE_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".jpg", ".jpeg", ".eps", ".ps
 def check_image(option: str, path: Path, force: bool = False) -> Path:
     """``check_output`` for a figure: the suffix must name a format matplotlib writes."""
     if path.suffix.lower() not in IMAGE_SUFFIXES:
-        raise BadInput(f"{option} {path}: the suffix must name an image format "
-                       f"({', '.join(s[1:] for s in IMAGE_SUFFIXES)})")
+        raise BadInput(f"{option} {path}: unknown image format {path.suffix[1:]!r} "
+                       f"(use one of: {', '.join(s[1:] for s in IMAGE_SUFFIXES)})")
     return check_output(option, path, force)
