@@ -9,7 +9,7 @@ from importlib import resources
 from typing import Any
 
 from checks import Look, Verdict, Wait
-from checks.flyjson import machine_to_api
+from checks.flyapi import machine_to_api
 from checks.protocol import Step
 
 #: The protocol version every request carries; a child should refuse one it does not know.
