@@ -10,7 +10,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from checks import Look
+from checks.model import Look
 from checks.protocol import Step
 from sim.checkcmd.child import Child, ExternalCheckError
 from sim.checkcmd.wire import AnswerError, look_to_api, parse_answer, request_line, shorten

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-from checks import Look, Verdict, Wait
 from checks.flyapi import machine_to_api
+from checks.model import Look, Verdict, Wait
 from checks.protocol import Step
 
 #: The protocol version every request carries; a child should refuse one it does not know.
