@@ -309,8 +309,8 @@ def render(modules: dict[str, Module]) -> str:
     )
     rows.append("packages (a top-level sim module counts as its own package):")
     pkg_edges = package_graph(modules)
-    for pkg, deps in sorted(pkg_edges.items()):
-        rows.append(f"  {pkg:<16} -> {', '.join(sorted(deps)) or '-'}")
+    for pkg, pkg_deps in sorted(pkg_edges.items()):
+        rows.append(f"  {pkg:<16} -> {', '.join(sorted(pkg_deps)) or '-'}")
     return "\n".join(rows)
 
 
