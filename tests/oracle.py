@@ -83,73 +83,98 @@ class History:
         return sum(1 for e in self.events if e.timestamp <= at_ms)
 
 
-def life(machine_id: str, app: AppRules, profile: Profile, publish_ms: int,
-         horizon_ms: int) -> History:
-    """The full history of one machine to ``horizon_ms``, by the documented restart rules."""
-    events: list[Event] = []
-    states: list[tuple[int, str]] = []
+class _Log:
+    """The history being written: events by transition name, and state changes."""
 
-    def write(t: int, transition: str, exit_fields: tuple[int, bool, bool, bool, int] | None = None
-              ) -> None:
-        for kind, status, source, is_exit in profile[transition]:
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.events: list[Event] = []
+        self.states: list[tuple[int, str]] = []
+
+    def write(self, t: int, transition: str,
+              exit_fields: tuple[int, bool, bool, bool, int] | None = None) -> None:
+        for kind, status, source, is_exit in self.profile[transition]:
             if is_exit:
                 assert exit_fields is not None
                 code, oom, requested, restarting, count = exit_fields
-                events.append(Event(kind, status, t, source, code, oom, requested, restarting, count))
+                self.events.append(
+                    Event(kind, status, t, source, code, oom, requested, restarting, count)
+                )
             else:
-                events.append(Event(kind, status, t, source))
+                self.events.append(Event(kind, status, t, source))
 
+    def enter(self, t: int, state: str) -> None:
+        self.states.append((t, state))
+
+    @property
+    def state(self) -> str:
+        return self.states[-1][1] if self.states else "created"
+
+
+def _publish(log: _Log, app: AppRules, publish_ms: int) -> None:
+    """Up to the release's first boot: the previous image's life and the update, or a launch."""
     if app.updated:
         # The previous image: launched at 0, healthy, so started after one boot.
-        write(0, "launch")
-        states.append((0, "starting"))
+        log.write(0, "launch")
+        log.enter(0, "starting")
         if app.boot_ms <= publish_ms:
-            write(app.boot_ms, "started")
-            states.append((app.boot_ms, "started"))
+            log.write(app.boot_ms, "started")
+            log.enter(app.boot_ms, "started")
         # The publish: update events, the requested stop of the old process, then boot.
-        write(publish_ms, "update")
-        if states[-1][1] in ("starting", "started"):
-            write(publish_ms, "stop", (0, False, True, False, 0))
-            states.append((publish_ms, "stopped"))
-        write(publish_ms, "replaced")
+        log.write(publish_ms, "update")
+        if log.state in ("starting", "started"):
+            log.write(publish_ms, "stop", (0, False, True, False, 0))
+            log.enter(publish_ms, "stopped")
+        log.write(publish_ms, "replaced")
     else:
-        write(publish_ms, "launch")
-    states.append((publish_ms, "starting"))
+        log.write(publish_ms, "launch")
+    log.enter(publish_ms, "starting")
 
-    t, starts, recent = publish_ms, 0, []  # recent: times of restarts (retry window)
+
+def _restarts(app: AppRules, failed: bool, recent: int) -> bool:
+    """superfly/docs machine-restart-policy, as written there."""
+    if app.policy == "always":
+        return True
+    if app.policy == "no":
+        return False
+    return failed and recent < app.max_retries
+
+
+def life(machine_id: str, app: AppRules, profile: Profile, publish_ms: int,
+         horizon_ms: int) -> History:
+    """The full history of one machine to ``horizon_ms``, by the documented restart rules."""
+    log = _Log(profile)
+    _publish(log, app, publish_ms)
+    t, starts = publish_ms, 0
+    recent: list[int] = []  # times of the restarts still in the retry window
     while True:
         t += app.boot_ms
         if t > horizon_ms:
             break
         starts += 1
-        write(t, "started")
-        states.append((t, "started"))
+        log.write(t, "started")
+        log.enter(t, "started")
         if app.crash_after_ms is None:
             break
         t += app.crash_after_ms
         if t > horizon_ms:
             break
         code = OOM_EXIT_CODE if app.oom else app.exit_code
-        failed = code != 0 or app.oom
         recent = [r for r in recent if r > t - RETRY_WINDOW_MS]
-        if app.policy == "always":
-            restarting = True
-        elif app.policy == "no":
-            restarting = False
-        else:
-            restarting = failed and len(recent) < app.max_retries
-        write(t, "crash", (code, app.oom, False, restarting, starts - 1))
-        states.append((t, "starting" if app.policy == "always" else "stopped"))
+        restarting = _restarts(app, code != 0 or app.oom, len(recent))
+        log.write(t, "crash", (code, app.oom, False, restarting, starts - 1))
+        # An ``always`` machine never reads stopped (superfly/docs restart-policy).
+        log.enter(t, "starting" if app.policy == "always" else "stopped")
         if not restarting:
             break
         recent.append(t)
         t += app.restart_delay_ms
         if t > horizon_ms:
             break
-        if profile["restart"] or states[-1][1] != "starting":
-            write(t, "restart")
-            states.append((t, "starting"))
-    return History(machine_id, tuple(events), tuple(states))
+        if profile["restart"] or log.state != "starting":
+            log.write(t, "restart")
+            log.enter(t, "starting")
+    return History(machine_id, tuple(log.events), tuple(log.states))
 
 
 @dataclass(frozen=True)
@@ -209,7 +234,7 @@ def _ceil_ms(seconds: float) -> int:
     return max(1, math.ceil(round(seconds * 1000, 6)))
 
 
-def decide(kind: str, machines: Sequence[History], publish_ms: int, cap: int,
+def decide(kind: str, machines: Sequence[History], publish_ms: int, cap: int, *,
            look_delay_s: float = 5.0, start_timeout_s: float = 60.0, poll_s: float = 1.0
            ) -> Decision:
     """The verdict of the ``count`` or ``timestamp`` check over full histories and a cap.
