@@ -36,10 +36,11 @@ prefix wins; a module missing from it is a violation, so a new module gets a lay
  1    configuration           settings, profiles, scenario tables, sweep and rollout files,
                               check loading (loader, checkcmd)
  2    engine                  traffic draws, event log, behaviours
- 3    model                   machine, publish world/site/compare, rollout world, test kit,
-                              recordings
+ 3    model                   machine, publish world/site/compare, rollout world, test kit
+                              (testing, strategies), recordings
  4    presentation            reports, timelines, plots, explore; rollout report/timeline
- 5    sweeps                  sweep units/run/output/heatmap; rollout sweep
+ 5    sweeps                  sweep units/run/output/heatmap; rollout sweep; hunt (a search
+                              over worlds)
  6    entry points            the command lines
 ====  ======================  ==============================================================
 
@@ -75,10 +76,10 @@ LAYER_NAMES = {
 # Most specific prefix wins (see the module docstring for the reasons).
 LAYERS: dict[str, int] = {
     "checks": 0,
-    "sim": 1,  # the package docstring only
+    "sim": 1,  # the package docstring only (an exact entry, see EXACT)
     "sim.settings": 1,
     "sim.scenario": 1,
-    "sim.platform": 1,  # the package docstring only
+    "sim.platform": 1,  # the package docstring only (an exact entry, see EXACT)
     "sim.platform.profiles": 1,
     "sim.sweep.file": 1,
     "sim.rollout.config": 1,
@@ -98,6 +99,7 @@ LAYERS: dict[str, int] = {
     "sim.rollout.result": 3,
     "sim.rollout.world": 3,
     "sim.testing": 3,
+    "sim.strategies": 3,  # the test kit's hypothesis strategies, over sim.testing
     "sim.recording": 3,
     "sim.show": 4,
     "sim.rollout.expect": 4,
@@ -113,6 +115,11 @@ LAYERS: dict[str, int] = {
     "sim.rollout.cli": 6,
     "sim.rollout.__main__": 6,
 }
+
+
+# Entries that place one module only, not the modules under it: a new top-level module of
+# ``sim`` or a new module of ``sim.platform`` must be given its own layer.
+EXACT = frozenset({"sim", "sim.platform"})
 
 
 @dataclass
@@ -203,6 +210,8 @@ def layer_of(name: str) -> int | None:
     parts = name.split(".")
     for n in range(len(parts), 0, -1):
         prefix = ".".join(parts[:n])
+        if prefix in EXACT and prefix != name:
+            continue
         if prefix in LAYERS:
             return LAYERS[prefix]
     return None
