@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck notebooks clean mutate bench constraints
+.PHONY: demo test lint typecheck notebooks clean mutate bench constraints graph
 
 # The venv must run Python 3.11+; one made by another Python (or half made) is named, not
 # silently reused: `make clean` removes it.
@@ -72,3 +72,8 @@ clean:
 
 bench: $(STAMP_RUN)
 	$(BIN)/python benchmarks/bench_core.py
+
+# The import graph of checks/ and sim/ with layers, levels and line counts (stdlib only,
+# so no install needed); tests/test_layout.py runs the same rules with --check.
+graph:
+	$(PYTHON) tools/import_graph.py
