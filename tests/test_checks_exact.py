@@ -48,9 +48,7 @@ def start(t: int) -> Event:
 
 def crash(t: int, count: int = 0, restarting: bool = True, code: int | None = 1) -> Event:
     """A crash exit ``t`` ms after the publish."""
-    return Event(
-        "exit", "stopped", T0 + t, exit_code=code, restarting=restarting, restart_count=count
-    )
+    return Event("exit", "stopped", T0 + t, exit_code=code, restarting=restarting, restart_count=count)
 
 
 def decided(step: object) -> Verdict:
@@ -422,7 +420,9 @@ def test_layer_3_skips_a_machine_that_look_2_did_not_have() -> None:
 # --- restart counter -----------------------------------------------------------------
 
 
-def _counted(mid: str, at: int, counter: int | None, state: str = "started", *events: Event) -> MachineSnapshot:
+def _counted(
+    mid: str, at: int, counter: int | None, state: str = "started", *events: Event
+) -> MachineSnapshot:
     return snap(mid, at, state, *events, counter=counter)
 
 
@@ -585,10 +585,16 @@ def test_drive_yields_each_wait_as_a_float_and_returns_the_verdict() -> None:
 @pytest.mark.parametrize(
     ("step", "message"),
     [
-        (Verdict("yes", "r"), "check returned Verdict(ok='yes', reason='r', machine=None, layer='', "  # type: ignore[arg-type]
-         "judged=True); a Verdict needs ok: bool, reason: str"),
-        (Verdict(True, 3), "check returned Verdict(ok=True, reason=3, machine=None, layer='', "  # type: ignore[arg-type]
-         "judged=True); a Verdict needs ok: bool, reason: str"),
+        (
+            Verdict("yes", "r"),
+            "check returned Verdict(ok='yes', reason='r', machine=None, layer='', "  # type: ignore[arg-type]
+            "judged=True); a Verdict needs ok: bool, reason: str",
+        ),
+        (
+            Verdict(True, 3),
+            "check returned Verdict(ok=True, reason=3, machine=None, layer='', "  # type: ignore[arg-type]
+            "judged=True); a Verdict needs ok: bool, reason: str",
+        ),
         (None, "check returned None; expected Wait(seconds) or Verdict"),
         (Wait(-1), "check returned Wait(seconds=-1); a Wait needs finite seconds >= 0"),
         (Wait(True), "check returned Wait(seconds=True); a Wait needs finite seconds >= 0"),
@@ -617,9 +623,26 @@ def test_drive_allows_exactly_max_looks() -> None:
     next(steps)
     steps.send(Look(T0, ()))
     steps.send(Look(T0, ()))
-    with pytest.raises(CheckFailed, match="^check took 3 looks without a verdict$"):
+    with pytest.raises(CheckFailed, match=r"^check took 3 looks without a verdict$"):
         steps.send(Look(T0, ()))
-    assert drive.__defaults__ == (10_000,)
+
+
+def test_drive_by_default_stops_a_check_after_ten_thousand_looks() -> None:
+    """A check that never decides is broken: the default cap is 10,000 looks."""
+
+    class Forever:
+        name = "forever"
+
+        def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Wait:
+            return Wait(1)
+
+    steps = drive(Forever(), T0)
+    next(steps)
+    empty = Look(T0, ())
+    for _ in range(9_999):
+        steps.send(empty)
+    with pytest.raises(CheckFailed, match=r"^check took 10000 looks without a verdict$"):
+        steps.send(empty)
 
 
 def test_check_name_falls_back_to_the_type_name() -> None:

@@ -45,9 +45,7 @@ def launch(t: int) -> Event:
 
 
 def crash(t: int, count: int = 0, restarting: bool = True, code: int | None = 1) -> Event:
-    return Event(
-        "exit", "stopped", T0 + t, exit_code=code, restarting=restarting, restart_count=count
-    )
+    return Event("exit", "stopped", T0 + t, exit_code=code, restarting=restarting, restart_count=count)
 
 
 def decided(step: object) -> Verdict:
@@ -116,7 +114,10 @@ def test_flyctl_looks_at_once_then_polls_an_unsettled_machine() -> None:
 def test_flyctl_wait_timeout_reason_names_the_states_and_the_timeout() -> None:
     """Not settled by the wait timeout: fail with flyctl's timeout, the states and the machine."""
     check = FlyctlSmokeCheck(wait_states=("started",), wait_timeout_s=30)
-    looks = [look(0, snap("m1", 0, "starting", UPDATE)), look(30_000, snap("m1", 30_000, "stopped", crash(29_000)))]
+    looks = [
+        look(0, snap("m1", 0, "starting", UPDATE)),
+        look(30_000, snap("m1", 30_000, "stopped", crash(29_000))),
+    ]
     assert isinstance(check.next(T0, looks[:1]), Wait)
     verdict = decided(check.next(T0, looks))
     assert verdict == Verdict(
@@ -135,8 +136,11 @@ def test_flyctl_fails_a_constantly_restarting_machine_with_flyctls_words() -> No
     """A restarting crash past restart 1 at a read fails with "the app appears to be crashing"."""
     looks = [
         look(0, snap("m1", 0, "started", start(-50_000), launch(-60_000)), snap("m2", 0, "starting", UPDATE)),
-        look(2_500, snap("m1", 2_500, "started", start(-50_000), launch(-60_000)),
-             snap("m2", 2_500, "started", start(2_400), crash(2_000, count=2), start(1_000))),
+        look(
+            2_500,
+            snap("m1", 2_500, "started", start(-50_000), launch(-60_000)),
+            snap("m2", 2_500, "started", start(2_400), crash(2_000, count=2), start(1_000)),
+        ),
     ]
     verdict = decided(FlyctlSmokeCheck().next(T0, looks))
     assert verdict == Verdict(
@@ -185,7 +189,9 @@ def test_flyctl_window_runs_out_exactly_window_s_after_the_machine_settled() -> 
     """Settled at +1 s, no uptime: still waiting at +10.999 s, passing by design at +11 s."""
     gave_up = snap("m2", 11_000, "stopped", crash(1_500, count=4, restarting=False), start(900))
     first = look(0, snap("m1", 0, "starting", UPDATE), snap("m2", 0, "starting", UPDATE))
-    settled = look(1_000, _no_uptime(1_000), snap("m2", 1_000, "stopped", crash(900, count=4, restarting=False)))
+    settled = look(
+        1_000, _no_uptime(1_000), snap("m2", 1_000, "stopped", crash(900, count=4, restarting=False))
+    )
     check = FlyctlSmokeCheck()
     assert isinstance(check.next(T0, [first, settled, look(10_999, _no_uptime(10_999), gave_up)]), Wait)
     verdict = decided(check.next(T0, [first, settled, look(11_000, _no_uptime(11_000), gave_up)]))
@@ -251,7 +257,11 @@ def test_failed_starts_counts_each_crash_since_the_publish_once() -> None:
     """The same exit seen in two looks counts once; older crashes never; sorted."""
     looks = [
         look(1_000, snap("m2", 1_000, "stopped", crash(800), crash(-5))),
-        look(2_000, snap("m2", 2_000, "stopped", crash(1_800), crash(800)), snap("m1", 2_000, "stopped", crash(0))),
+        look(
+            2_000,
+            snap("m2", 2_000, "stopped", crash(1_800), crash(800)),
+            snap("m1", 2_000, "stopped", crash(0)),
+        ),
     ]
     assert failed_starts(looks, T0) == [("m1", T0), ("m2", T0 + 800), ("m2", T0 + 1_800)]
 
@@ -260,9 +270,14 @@ def test_healthy_tasks_turn_healthy_exactly_healthy_after_their_start() -> None:
     """A run since the publish read started at least the healthy time after its start."""
     looks = [
         look(30_999, snap("m1", 30_999, "started", start(1_000))),
-        look(31_000, snap("m1", 31_000, "started", start(1_000)), snap("m2", 31_000, "started", start(0)),
-             snap("m3", 31_000, "started", start(-1)), snap("m4", 31_000, "stopped", start(0)),
-             snap("m5", 31_000, "started")),
+        look(
+            31_000,
+            snap("m1", 31_000, "started", start(1_000)),
+            snap("m2", 31_000, "started", start(0)),
+            snap("m3", 31_000, "started", start(-1)),
+            snap("m4", 31_000, "stopped", start(0)),
+            snap("m5", 31_000, "started"),
+        ),
         look(40_000, snap("m1", 40_000, "started", start(1_000))),
     ]
     assert healthy_tasks(looks, T0, 30_000) == [(T0 + 30_000, "m2"), (T0 + 31_000, "m1")]
@@ -270,8 +285,13 @@ def test_healthy_tasks_turn_healthy_exactly_healthy_after_their_start() -> None:
 
 def test_breaker_trips_at_the_threshold_naming_the_worst_machine() -> None:
     """Three crashes for two machines: tripped, with the count per machine."""
-    looks = [look(3_000, snap("m1", 3_000, "stopped", crash(2_500), crash(500)),
-                  snap("m2", 3_000, "starting", crash(1_500)))]
+    looks = [
+        look(
+            3_000,
+            snap("m1", 3_000, "stopped", crash(2_500), crash(500)),
+            snap("m2", 3_000, "starting", crash(1_500)),
+        )
+    ]
     check = CircuitBreakerCheck()
     verdict = decided(check.next(T0, looks))
     assert verdict == Verdict(
@@ -297,8 +317,13 @@ def test_breaker_ties_name_the_first_machine_by_id() -> None:
 
 def test_breaker_resets_before_counting_a_crash_at_the_same_instant() -> None:
     """A task turning healthy and a crash at one millisecond: the reset goes first."""
-    looks = [look(31_000, snap("m1", 31_000, "started", start(500)),
-                  snap("m2", 31_000, "stopped", crash(30_500), crash(1_000)))]
+    looks = [
+        look(
+            31_000,
+            snap("m1", 31_000, "started", start(500)),
+            snap("m2", 31_000, "stopped", crash(30_500), crash(1_000)),
+        )
+    ]
     assert isinstance(CircuitBreakerCheck(threshold=2).next(T0, looks), Wait)
     assert not decided(CircuitBreakerCheck(threshold=2, reset_on_healthy_task=False).next(T0, looks)).ok
 
@@ -319,8 +344,13 @@ def test_breaker_fails_a_given_up_machine_with_the_count_so_far() -> None:
 
 def test_breaker_completes_when_every_machine_is_healthy() -> None:
     """Every machine started 30 s since a start after the publish: pass, with the count."""
-    looks = [look(31_000, snap("m1", 31_000, "started", start(1_000), crash(600)),
-                  snap("m2", 31_000, "started", start(0)))]
+    looks = [
+        look(
+            31_000,
+            snap("m1", 31_000, "started", start(1_000), crash(600)),
+            snap("m2", 31_000, "started", start(0)),
+        )
+    ]
     verdict = decided(CircuitBreakerCheck().next(T0, looks))
     assert verdict == Verdict(
         True,
@@ -495,12 +525,26 @@ def test_min_healthy_kubernetes_counts_a_machine_turning_available_as_progress()
     young = snap("m2", 1_000, "started", start(1_000), UPDATE)
     looks = [
         look(1_000, snap("m1", 1_000, "starting", UPDATE), young),
-        look(6_000, snap("m1", 6_000, "starting", UPDATE), MachineSnapshot("m2", "started", "app", young.events, T0 + 6_000)),
-        look(15_000, snap("m1", 15_000, "starting", UPDATE), MachineSnapshot("m2", "started", "app", young.events, T0 + 15_000)),
+        look(
+            6_000,
+            snap("m1", 6_000, "starting", UPDATE),
+            MachineSnapshot("m2", "started", "app", young.events, T0 + 6_000),
+        ),
+        look(
+            15_000,
+            snap("m1", 15_000, "starting", UPDATE),
+            MachineSnapshot("m2", "started", "app", young.events, T0 + 15_000),
+        ),
     ]
     assert check.next(T0, looks) == Wait(1.0)
-    late = [*looks[:2], look(16_000, snap("m1", 16_000, "starting", UPDATE),
-                                 MachineSnapshot("m2", "started", "app", young.events, T0 + 16_000))]
+    late = [
+        *looks[:2],
+        look(
+            16_000,
+            snap("m1", 16_000, "starting", UPDATE),
+            MachineSnapshot("m2", "started", "app", young.events, T0 + 16_000),
+        ),
+    ]
     assert decided(check.next(T0, late)).layer == "progress-deadline"
 
 
@@ -508,7 +552,10 @@ def test_min_healthy_nomad_task_failed_reason() -> None:
     """Nomad: a machine given up on fails at once, with the starts seen since the publish."""
     looks = [
         look(500, snap("m1", 500, "started", start(400), UPDATE)),
-        look(1_000, snap("m1", 1_000, "stopped", crash(900, restarting=False), start(700), crash(600), start(400))),
+        look(
+            1_000,
+            snap("m1", 1_000, "stopped", crash(900, restarting=False), start(700), crash(600), start(400)),
+        ),
     ]
     verdict = decided(MinHealthyTimeCheck(healthy_deadline_s=120).next(T0, looks))
     assert verdict == Verdict(
@@ -524,9 +571,19 @@ def test_min_healthy_nomad_task_failed_reason() -> None:
 
 def test_min_healthy_waits_for_the_least_up_machine() -> None:
     """Two machines: the wait is for the one with the least time up."""
-    looks = [look(8_000, snap("m1", 8_000, "started", start(0), UPDATE),
-                  snap("m2", 8_000, "started", start(1_700), UPDATE))]
+    looks = [
+        look(
+            8_000,
+            snap("m1", 8_000, "started", start(0), UPDATE),
+            snap("m2", 8_000, "started", start(1_700), UPDATE),
+        )
+    ]
     assert MinHealthyTimeCheck().next(T0, looks) == Wait(1.0)
-    looks = [look(11_000, snap("m1", 11_000, "started", start(0), UPDATE),
-                  snap("m2", 11_000, "started", start(1_700), UPDATE))]
+    looks = [
+        look(
+            11_000,
+            snap("m1", 11_000, "started", start(0), UPDATE),
+            snap("m2", 11_000, "started", start(1_700), UPDATE),
+        )
+    ]
     assert MinHealthyTimeCheck().next(T0, looks) == Wait(0.7)
