@@ -269,16 +269,16 @@ def test_failed_starts_counts_each_crash_since_the_publish_once() -> None:
 def test_healthy_tasks_turn_healthy_exactly_healthy_after_their_start() -> None:
     """A run since the publish read started at least the healthy time after its start."""
     looks = [
+        look(2_000, snap("m6", 2_000, "started", start(1_000))),
         look(30_999, snap("m1", 30_999, "started", start(1_000))),
         look(
             31_000,
+            snap("m4", 31_000, "stopped", start(0)),
+            snap("m3", 31_000, "started", start(-1)),
+            snap("m5", 31_000, "started"),
             snap("m1", 31_000, "started", start(1_000)),
             snap("m2", 31_000, "started", start(0)),
-            snap("m3", 31_000, "started", start(-1)),
-            snap("m4", 31_000, "stopped", start(0)),
-            snap("m5", 31_000, "started"),
         ),
-        look(40_000, snap("m1", 40_000, "started", start(1_000))),
     ]
     assert healthy_tasks(looks, T0, 30_000) == [(T0 + 30_000, "m2"), (T0 + 31_000, "m1")]
 
@@ -587,3 +587,149 @@ def test_min_healthy_waits_for_the_least_up_machine() -> None:
         )
     ]
     assert MinHealthyTimeCheck().next(T0, looks) == Wait(0.7)
+
+
+# --- more exact edges (each kills a mutant the tests above let through) -------------
+
+
+def test_start_after_launch_stops_at_the_first_start_and_launch_pair() -> None:
+    """The scan ends once a start and a launch are both seen, even at the second entry."""
+    events = [UPDATE, start(5), launch(0), start(-5), launch(-10)]
+    assert most_recent_start_after_launch(events) == T0 + 5
+
+
+def test_flyctl_with_no_uptime_needed_still_needs_a_start_time() -> None:
+    """No start after launch is zero uptime, which is not over a zero minimum."""
+    check = FlyctlSmokeCheck(min_uptime_s=0)
+    assert check.next(T0, [look(1_000, _no_uptime(1_000))]) == Wait(0.5)
+
+
+def test_flyctl_waits_for_a_machine_listed_after_a_decided_one() -> None:
+    """The next wait comes from every undecided machine, wherever it is in the look."""
+    looks = [look(0, snap("m1", 0, "stopped"), snap("m2", 0, "starting", UPDATE))]
+    assert FlyctlSmokeCheck().next(T0, looks) == Wait(1.0)
+
+
+def test_flyctl_an_unsettled_machine_does_not_hold_up_reading_the_others() -> None:
+    """m1 still starting at +1 s; m2 is read then (and passes), so its later crash is not read."""
+    proven = (start(-20_000), launch(-30_000))
+    crashing = (crash(1_500, count=3), *proven)
+    looks = [
+        look(1_000, snap("m1", 1_000, "starting", UPDATE), snap("m2", 1_000, "started", *proven)),
+        look(2_000, snap("m1", 2_000, "started", *proven), snap("m2", 2_000, "started", *crashing)),
+    ]
+    assert decided(FlyctlSmokeCheck().next(T0, looks)).ok
+
+
+def test_flyctl_a_machine_not_due_does_not_hold_up_reading_the_others() -> None:
+    """m1's read is not due at +1.2 s; m2 is read then (and passes), so its later crash is not read."""
+    proven = (start(-20_000), launch(-30_000))
+    crashing = (crash(1_400, count=3), *proven)
+    looks = [
+        look(1_000, _no_uptime(1_000), snap("m2", 1_000, "starting", UPDATE)),
+        look(1_200, _no_uptime(1_200), snap("m2", 1_200, "started", *proven)),
+        look(1_500, snap("m1", 1_500, "started", *proven), snap("m2", 1_500, "started", *crashing)),
+    ]
+    assert decided(FlyctlSmokeCheck().next(T0, looks)).ok
+
+
+def test_every_check_names_itself_when_it_fails_safe() -> None:
+    """The fail-safe reason starts with the check's name."""
+    for check in (FlyctlSmokeCheck(), CircuitBreakerCheck(), MinHealthyTimeCheck()):
+        verdict = decided(check.next(T0, [Look(T0, ())]))
+        assert verdict.reason.startswith(f"{check.name}: the look at {T0} ms"), check.name
+
+
+def test_breaker_and_min_healthy_poll_at_poll_s() -> None:
+    """A 2 s poll interval is a 2 s wait."""
+    starting = [look(1_000, snap("m1", 1_000, "starting", UPDATE))]
+    assert CircuitBreakerCheck(poll_s=2).next(T0, starting) == Wait(2.0)
+    assert MinHealthyTimeCheck(poll_s=2).next(T0, starting) == Wait(2.0)
+
+
+def test_min_healthy_deadline_with_a_run_that_just_started() -> None:
+    """At the deadline a run started that very millisecond is 0.0 s old."""
+    looks = [look(300_000, snap("m1", 300_000, "started", start(300_000), UPDATE))]
+    verdict = decided(MinHealthyTimeCheck().next(T0, looks))
+    assert "(its newest start at +300.0 s is only 0.0 s old; 1 start(s) seen" in verdict.reason
+
+
+def test_min_healthy_deadline_rounds_the_age_to_a_tenth() -> None:
+    """A run 1.05 s old at the deadline reads 1.1 s."""
+    looks = [look(300_000, snap("m1", 300_000, "started", start(298_950), UPDATE))]
+    verdict = decided(MinHealthyTimeCheck().next(T0, looks))
+    assert "is only 1.1 s old" in verdict.reason
+
+
+def test_min_healthy_polls_when_no_machine_is_touched_yet() -> None:
+    """Before the deadline, a fleet the publish has not touched is polled."""
+    assert MinHealthyTimeCheck().next(T0, [look(5_000, snap("m1", 5_000, "started", start(-1)))]) == Wait(1.0)
+
+
+def test_min_healthy_short_minimum_waits_from_a_run_started_now() -> None:
+    """A run 0 ms old with 0.5 s to go: wait 0.5 s; a run broken at the start's own ms: poll."""
+    check = MinHealthyTimeCheck(min_healthy_s=0.5)
+    assert check.next(T0, _up_since(1_000, 1_000)) == Wait(0.5)
+    down = [
+        look(1_000, snap("m1", 1_000, "started", start(1_000), UPDATE)),
+        look(1_000, snap("m1", 1_000, "stopped", start(1_000), UPDATE)),
+    ]
+    assert check.next(T0, down) == Wait(1.0)
+
+
+def test_min_healthy_deadline_names_the_first_of_equally_unready_machines() -> None:
+    """Two machines never up: the deadline reason names the first."""
+    looks = [look(300_000, snap("m2", 300_000, "starting", UPDATE), snap("m1", 300_000, "starting", UPDATE))]
+    assert decided(MinHealthyTimeCheck().next(T0, looks)).machine == "m2"
+
+
+def test_min_healthy_kubernetes_first_ready_machine_is_progress() -> None:
+    """One machine ready at the first look is progress from nothing."""
+    check = MinHealthyTimeCheck(rule="kubernetes", progress_deadline_s=10)
+    looks = [
+        look(5_000, snap("m1", 5_000, "started", start(4_000), UPDATE)),
+        look(12_000, snap("m1", 12_000, "stopped", crash(6_000), start(4_000), UPDATE)),
+    ]
+    assert check.next(T0, looks) == Wait(1.0)
+
+
+def test_min_healthy_kubernetes_nothing_ready_is_no_progress() -> None:
+    """No machine ready at any look: the deadline runs from the publish."""
+    check = MinHealthyTimeCheck(rule="kubernetes", progress_deadline_s=10)
+    looks = [look(k, snap("m1", k, "starting", UPDATE)) for k in (1_000, 10_500)]
+    assert decided(check.next(T0, looks)).layer == "progress-deadline"
+
+
+def test_min_healthy_kubernetes_a_second_ready_machine_is_progress() -> None:
+    """Ready rising from one machine to two is progress."""
+    check = MinHealthyTimeCheck(rule="kubernetes", progress_deadline_s=10)
+    looks = [
+        look(1_000, snap("m1", 1_000, "started", start(900), UPDATE), snap("m2", 1_000, "starting", UPDATE)),
+        look(
+            5_000,
+            snap("m1", 5_000, "started", start(900), UPDATE),
+            snap("m2", 5_000, "started", start(4_500)),
+        ),
+        look(
+            14_500,
+            snap("m1", 14_500, "stopped", crash(6_000), start(900), UPDATE),
+            snap("m2", 14_500, "stopped", crash(6_000), start(4_500)),
+        ),
+    ]
+    assert check.next(T0, looks) == Wait(0.5)
+
+
+def test_min_healthy_kubernetes_a_second_available_machine_is_progress() -> None:
+    """Available rising from one machine to two is progress, whatever order they are listed in."""
+    check = MinHealthyTimeCheck(rule="kubernetes", progress_deadline_s=10, min_healthy_s=5)
+
+    def at(ms: int) -> Look:
+        return look(
+            ms,
+            snap("m3", ms, "starting", UPDATE),
+            snap("m2", ms, "started", start(3_000), UPDATE),
+            snap("m1", ms, "started", start(0), UPDATE),
+        )
+
+    # Available: 0 at +3 s, 1 (m1) at +5 s, 2 at +8 s: the deadline runs from +8 s.
+    assert check.next(T0, [at(3_000), at(5_000), at(8_000), at(16_000)]) == Wait(1.0)
