@@ -75,6 +75,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from checks.drive import drive
 from checks.flyapi import (
     Reader,
     RecordingError,
@@ -87,7 +88,7 @@ from checks.flyapi import (
     parse_rfc3339_ms,
     show_json,
 )
-from checks.model import Look, MachineSnapshot, Verdict, Wait
+from checks.model import Look, MachineSnapshot, Verdict
 from checks.protocol import Check
 
 # The API objects of one machine are read and written by ``checks.flyapi``; its public
@@ -312,19 +313,30 @@ def payload_recording(
 
 
 def replay(check: Check, publish_started_ms: int, looks: Sequence[Look]) -> ReplayResult:
-    """Feed recorded looks to a check in order, each wait served by the next look due."""
+    """Feed recorded looks to a check in order, each wait served by the next look due.
+
+    The check is driven by the one driver loop (``checks.drive``): a check that raises
+    or breaks the protocol ends the replay with ``CheckFailed``.
+    """
     fed: list[Look] = []
     now_ms = publish_started_ms
     index = 0
-    while True:
-        step = check.next(publish_started_ms, fed)
-        if isinstance(step, Verdict):
-            return ReplayResult(step, tuple(fed))
-        if not isinstance(step, Wait) or not step.seconds >= 0:
-            raise TypeError(f"check returned {step!r}; expected Wait(seconds >= 0) or Verdict")
-        due_ms = now_ms + round(step.seconds * 1000) - TOLERANCE_MS
-        while index < len(looks) and looks[index].at_ms < due_ms:
+    steps = drive(check, publish_started_ms)
+    try:
+        wait = next(steps)
+        while True:
+            due_ms = now_ms + round(wait * 1000) - TOLERANCE_MS
+            while index < len(looks) and looks[index].at_ms < due_ms:
+                index += 1
+            if index == len(looks):
+                return ReplayResult(None, tuple(fed))
+            look = looks[index]
+            fed.append(look)
+            now_ms = look.at_ms
             index += 1
+            wait = steps.send(look)
+    except StopIteration as done:
+        return ReplayResult(done.value, tuple(fed))
         if index == len(looks):
             return ReplayResult(None, tuple(fed))
         fed.append(looks[index])

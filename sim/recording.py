@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from checks import Look, Verdict
+from checks.drive import CheckFailed
 from checks.flyjson import (
     Recording,
     RecordingError,
@@ -161,10 +162,10 @@ def replay_all(
         for loaded in chosen:
             try:
                 result = replay(loaded.check, recording.publish_started_ms, recording.looks)
-            except Exception as error:  # a user's check may raise anything: it is its outcome
-                detail = "".join(traceback.format_exception(error))
-                rows.append(_row(recording, loaded.setup, None, (), f"check raised {error!r}",
-                                 detail=detail))
+            except CheckFailed as failed:  # raised or broke the protocol: that is its outcome
+                cause = failed.__cause__
+                detail = "".join(traceback.format_exception(cause)) if cause else None
+                rows.append(_row(recording, loaded.setup, None, (), str(failed), detail=detail))
                 continue
             rows.append(_row(recording, loaded.setup, result.verdict, result.looks, None))
     return rows
