@@ -44,7 +44,7 @@ demo: $(STAMP_RUN)
 test: $(STAMP_DEV)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	HYPOTHESIS_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest --nbmake tests notebooks
+	HYPOTHESIS_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest tests
 
 # JupyterLab is not part of the test run: it comes with the `notebooks` extra.
 # Extra options go through LAB_ARGS, e.g. make notebooks LAB_ARGS="--no-browser --port 8899".
