@@ -227,6 +227,16 @@ def _add_debug(parser: argparse.ArgumentParser) -> None:
                         help="show the traceback of a check that raised")
 
 
+def _version() -> str:
+    """The installed distribution's version (a checkout run without installing says so)."""
+    from importlib import metadata  # noqa: PLC0415 -- only for --version
+
+    try:
+        return metadata.version("platform-simulator-testbed")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = _Parser(
@@ -234,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find the worlds in which a deploy health check gives the wrong verdict.",
         epilog="exit status: 0 ran, 1 a declared [expect] did not hold, 2 bad input",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     listing = sub.add_parser("list", help="the shipped scenarios, one line each")
     listing.add_argument("--profiles", action="store_true",
