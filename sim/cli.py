@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 from checks import BUILTIN_CHECKS, Check
-from sim import checkcmd, scenario
+from sim import checkcmd, expect, junit, scenario
 from sim.hunt.cli import add_hunt_parser
 from sim.loader import build_checks, load_checks, setups
 from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
@@ -144,8 +144,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         seeds = track(seeds, description=loaded.name, total=args.runs, transient=True,
                       console=Console(stderr=True))
+    junit_path = junit.check_path(args.junit) if args.junit else None
     result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
                      setups=setups(built))
+    if junit_path:
+        junit.write(junit_path, [junit.compare_suite(result)])
     if args.record:
         recorder.save(args.record)
         print(f"looks recorded to {args.record}", file=sys.stderr)
@@ -178,13 +181,25 @@ def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], se
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
+    wanted = expect.parse(args.expect)
+    junit_path = junit.check_path(args.junit) if args.junit else None
     recordings = load_recordings(args.recording, args.at_ms, args.publish_ms)
     rows = replay_all(recordings, checkcmd.with_commands(args.check, args), _options(args.check_opt))
+    misses = expect.judge(wanted, rows)
+    unmet = [m for m in misses if m is not None]
+    if junit_path:
+        junit.write(junit_path, [junit.replay_suite(args.recording, rows, misses)])
     if args.json:
-        print(json.dumps(replay_json(args.recording, rows), separators=(",", ":")))
-        return EXIT_OK
-    print(report.replayed(args.recording, rows, debug=args.debug))
-    return EXIT_OK
+        document = replay_json(args.recording, rows)
+        if wanted:
+            document["expectations_failed"] = unmet
+        print(json.dumps(document, separators=(",", ":")))
+    else:
+        print(report.replayed(args.recording, rows, debug=args.debug))
+        if wanted:
+            print("\n".join(["", *(f"NOT MET: {m}" for m in unmet)]) if unmet
+                  else f"\nexpectations held: {', '.join(f'{c}={v}' for c, v in wanted.items())}")
+    return EXIT_EXPECTATION if unmet else EXIT_OK
 
 
 def cmd_checks(args: argparse.Namespace) -> int:
@@ -196,6 +211,7 @@ def cmd_checks(args: argparse.Namespace) -> int:
     names = checkcmd.with_commands(asked, args)
     extra = _options(args.check_opt)
     rules: dict[str, str] = {}
+    junit_path = junit.check_path(args.junit) if args.junit else None
     for name in scenario.shipped():
         loaded = scenario.load(name)
         built = build_checks(names, loaded.check, extra)
@@ -203,6 +219,8 @@ def cmd_checks(args: argparse.Namespace) -> int:
                                range(loaded.seed, loaded.seed + args.runs), setups=setups(built)))
         rules = {b.setup.name: _rule(b.check) for b in built}
     rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
+    if junit_path:
+        junit.write(junit_path, [junit.compare_suite(r, "checks") for r in reports])
     if args.json:
         summary = {
             r.scenario: {check: counts.to_json() for check, counts in r.summary.items()}
@@ -225,6 +243,21 @@ def _rule(check: Check) -> str:
 def _add_debug(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of a check that raised")
+
+
+def _add_junit(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--junit", metavar="FILE.xml",
+                        help="also write a JUnit XML report: a test case per check and scenario "
+                        "(or recorded run), a failure per unmet expectation")
+
+
+def _add_replay_verdicts(parser: argparse.ArgumentParser) -> None:
+    """``replay``'s --expect, --debug and --junit."""
+    parser.add_argument("--expect", action="append", default=[], metavar="CHECK=VERDICT",
+                        help="every run CHECK replays must end in VERDICT (pass, fail or none: no "
+                        "verdict); exit 1 if one does not (repeatable)")
+    _add_debug(parser)
+    _add_junit(parser)
 
 
 def _version() -> str:
@@ -286,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write every look of every run as Fly Machines API JSON, one look per line",
     )
     _add_debug(comp)
+    _add_junit(comp)
     checkcmd.add_arguments(comp)
     comp.set_defaults(handler=cmd_compare)
 
@@ -318,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="an option for every chosen check declaring KEY, or for check NAME "
                      "(repeatable; overrides the recording's check_options)")
     rep.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
-    _add_debug(rep)
+    _add_replay_verdicts(rep)
     checkcmd.add_arguments(rep)
     rep.set_defaults(handler=cmd_replay)
 
@@ -334,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
                        help="an option for the checks declaring KEY (as in compare)")
     table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    _add_junit(table)
     checkcmd.add_arguments(table)
     table.set_defaults(handler=cmd_checks)
 
@@ -343,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(scenarios/series/*.toml): a row per publish, and per check how many publishes it "
         "let go live that the reconciler failed later. Exit 1 if expect_late_failures fails.",
     )
-    series.add_argument("series", help="a series file, e.g. scenarios/series/sept25-three-publishes.toml")
+    series.add_argument("series", help="a shipped series name (sept25-three-publishes) or a .toml path")
     series.add_argument("--check", action="append", default=[],
                         help="a check to run (repeatable; default: count and timestamp)")
     series.add_argument("--json", action="store_true", help="one JSON object on stdout")
