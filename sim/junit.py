@@ -3,9 +3,9 @@
 One ``testsuite`` per scenario or recording, one ``testcase`` per check in it, one
 ``failure`` per unmet expectation (a scenario's ``[expect]`` entry for the check, or a
 ``replay --expect``), with the seeds where it failed in its text. The shape is the one CI
-tools read (Jenkins' and GitLab's JUnit XSD, which pytest also writes): ``testsuites`` > ``testsuite`` with
-``tests``/``failures``/``errors``/``skipped`` counts > ``testcase`` with ``classname`` and
-``name`` > ``failure`` with ``message``. Nothing here times anything: the report of the same
+tools read (Jenkins' and GitLab's JUnit XSD, which pytest also writes): ``testsuites`` >
+``testsuite`` with ``tests``/``failures``/``errors``/``skipped`` counts > ``testcase`` with
+``classname`` and ``name`` > ``failure`` with ``message``. Nothing here times anything: the report of the same
 run is byte-identical.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import tempfile
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,8 +67,10 @@ def compare_suite(result: Comparison, command: str = "compare") -> Suite:
         runs = result.results_of(check)
         failure = None
         if misses:
-            failure = (f"expected {misses[0].expected}, got another outcome in {len(misses)} "
-                       f"of {len(runs)} seed(s)")
+            got = Counter(m.outcome for m in misses)
+            failure = (f"expected {misses[0].expected}, got "
+                       f"{', '.join(f'{o} {n}' for o, n in sorted(got.items()))} "
+                       f"in {len(misses)} of {len(runs)} seed(s)")
         lines = [f"seed {r.seed}: {r.outcome}" + (f" ({r.verdict.reason})" if r.verdict else "")
                  for r in runs]
         detail = "\n".join(f"seed {m.seed}: expected {m.expected}, got {m.outcome}" for m in misses)

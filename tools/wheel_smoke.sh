@@ -59,8 +59,10 @@ run sweep small-sweep.toml --workers 1 --no-progress --out small.csv
 [ -s small.csv ] || fail "testbed sweep wrote no rows"
 run series sept25-three-publishes
 run rollout fixed --runs 2
+run lint-timing fixed
 run compare sept25-crash-loop --record looks.jsonl > /dev/null
-run replay looks.jsonl
+run replay looks.jsonl --expect count=pass --expect timestamp=fail --junit replay.xml
+grep -q '<testsuites' replay.xml || fail "replay --junit wrote no report"
 expect_exit 1 hunt --check count --budget 20 --out found --no-progress
 ls found/*.toml > /dev/null || fail "testbed hunt wrote no scenario file"
 expect_exit 2 compare no-such-scenario
