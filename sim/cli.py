@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 from checks import BUILTIN_CHECKS, Check
-from sim import checkcmd, expect, junit, scenario
+from sim import about, checkcmd, expect, junit, scenario
 from sim.hunt.cli import add_hunt_parser
 from sim.loader import build_checks, load_checks, setups
 from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
@@ -144,11 +144,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         seeds = track(seeds, description=loaded.name, total=args.runs, transient=True,
                       console=Console(stderr=True))
-    junit_path = junit.check_path(args.junit) if args.junit else None
     result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
                      setups=setups(built))
-    if junit_path:
-        junit.write(junit_path, [junit.compare_suite(result)])
+    junit.write(args.junit, [junit.compare_suite(result)])
     if args.record:
         recorder.save(args.record)
         print(f"looks recorded to {args.record}", file=sys.stderr)
@@ -182,24 +180,16 @@ def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], se
 def cmd_replay(args: argparse.Namespace) -> int:
     """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
     wanted = expect.parse(args.expect)
-    junit_path = junit.check_path(args.junit) if args.junit else None
     recordings = load_recordings(args.recording, args.at_ms, args.publish_ms)
     rows = replay_all(recordings, checkcmd.with_commands(args.check, args), _options(args.check_opt))
     misses = expect.judge(wanted, rows)
-    unmet = [m for m in misses if m is not None]
-    if junit_path:
-        junit.write(junit_path, [junit.replay_suite(args.recording, rows, misses)])
+    junit.write(args.junit, [junit.replay_suite(args.recording, rows, misses)])
     if args.json:
-        document = replay_json(args.recording, rows)
-        if wanted:
-            document["expectations_failed"] = unmet
+        document = expect.annotate(replay_json(args.recording, rows), wanted, misses)
         print(json.dumps(document, separators=(",", ":")))
     else:
-        print(report.replayed(args.recording, rows, debug=args.debug))
-        if wanted:
-            print("\n".join(["", *(f"NOT MET: {m}" for m in unmet)]) if unmet
-                  else f"\nexpectations held: {', '.join(f'{c}={v}' for c, v in wanted.items())}")
-    return EXIT_EXPECTATION if unmet else EXIT_OK
+        print(report.replayed(args.recording, rows, debug=args.debug) + expect.text(wanted, misses))
+    return EXIT_EXPECTATION if expect.unmet(misses) else EXIT_OK
 
 
 def cmd_checks(args: argparse.Namespace) -> int:
@@ -211,7 +201,6 @@ def cmd_checks(args: argparse.Namespace) -> int:
     names = checkcmd.with_commands(asked, args)
     extra = _options(args.check_opt)
     rules: dict[str, str] = {}
-    junit_path = junit.check_path(args.junit) if args.junit else None
     for name in scenario.shipped():
         loaded = scenario.load(name)
         built = build_checks(names, loaded.check, extra)
@@ -219,8 +208,7 @@ def cmd_checks(args: argparse.Namespace) -> int:
                                range(loaded.seed, loaded.seed + args.runs), setups=setups(built)))
         rules = {b.setup.name: _rule(b.check) for b in built}
     rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
-    if junit_path:
-        junit.write(junit_path, [junit.compare_suite(r, "checks") for r in reports])
+    junit.write(args.junit, [junit.compare_suite(r, "checks") for r in reports])
     if args.json:
         summary = {
             r.scenario: {check: counts.to_json() for check, counts in r.summary.items()}
@@ -245,31 +233,6 @@ def _add_debug(parser: argparse.ArgumentParser) -> None:
                         help="show the traceback of a check that raised")
 
 
-def _add_junit(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--junit", metavar="FILE.xml",
-                        help="also write a JUnit XML report: a test case per check and scenario "
-                        "(or recorded run), a failure per unmet expectation")
-
-
-def _add_replay_verdicts(parser: argparse.ArgumentParser) -> None:
-    """``replay``'s --expect, --debug and --junit."""
-    parser.add_argument("--expect", action="append", default=[], metavar="CHECK=VERDICT",
-                        help="every run CHECK replays must end in VERDICT (pass, fail or none: no "
-                        "verdict); exit 1 if one does not (repeatable)")
-    _add_debug(parser)
-    _add_junit(parser)
-
-
-def _version() -> str:
-    """The installed distribution's version (a checkout run without installing says so)."""
-    from importlib import metadata  # noqa: PLC0415 -- only for --version
-
-    try:
-        return metadata.version("platform-simulator-testbed")
-    except metadata.PackageNotFoundError:
-        return "(not installed)"
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = _Parser(
@@ -277,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find the worlds in which a deploy health check gives the wrong verdict.",
         epilog="exit status: 0 ran, 1 a declared [expect] did not hold, 2 bad input",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {about.version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     listing = sub.add_parser("list", help="the shipped scenarios, one line each")
     listing.add_argument("--profiles", action="store_true",
@@ -319,7 +282,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="write every look of every run as Fly Machines API JSON, one look per line",
     )
     _add_debug(comp)
-    _add_junit(comp)
     checkcmd.add_arguments(comp)
     comp.set_defaults(handler=cmd_compare)
 
@@ -352,7 +314,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="an option for every chosen check declaring KEY, or for check NAME "
                      "(repeatable; overrides the recording's check_options)")
     rep.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
-    _add_replay_verdicts(rep)
+    _add_debug(rep)
+    expect.add_argument(rep)
     checkcmd.add_arguments(rep)
     rep.set_defaults(handler=cmd_replay)
 
@@ -368,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
                        help="an option for the checks declaring KEY (as in compare)")
     table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
-    _add_junit(table)
+    junit.add_argument(comp, rep, table)
     checkcmd.add_arguments(table)
     table.set_defaults(handler=cmd_checks)
 

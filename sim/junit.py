@@ -11,6 +11,7 @@ run is byte-identical.
 
 from __future__ import annotations
 
+import argparse
 import os
 import tempfile
 import xml.etree.ElementTree as ET
@@ -19,8 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from sim.settings import BadInput
 
 if TYPE_CHECKING:
     from sim.publish.compare import Comparison
@@ -49,13 +48,21 @@ class Suite:
     cases: tuple[Case, ...] = field(default_factory=tuple)
 
 
-def check_path(path: str) -> Path:
-    """The report's path, refused before any run if its folder does not exist."""
+def add_argument(*parsers: argparse.ArgumentParser) -> None:
+    """Add ``--junit FILE.xml`` to each parser; its folder is checked before anything runs."""
+    for parser in parsers:
+        parser.add_argument("--junit", metavar="FILE.xml", type=report_path,
+                            help="also write a JUnit XML report: a test case per check and "
+                            "scenario (or recorded run), a failure per unmet expectation")
+
+
+def report_path(path: str) -> Path:
+    """The report's path (an argparse type): refused at once if its folder does not exist."""
     out = Path(path)
     if out.is_dir():
-        raise BadInput(f"--junit {path}: is a folder, expected a file name")
+        raise argparse.ArgumentTypeError(f"{path} is a folder, expected a file name")
     if not out.resolve().parent.is_dir():
-        raise BadInput(f"--junit {path}: folder {out.parent} does not exist")
+        raise argparse.ArgumentTypeError(f"{path}: folder {out.parent} does not exist")
     return out
 
 
@@ -113,8 +120,10 @@ def document(suites: Sequence[Suite], name: str = "testbed") -> ET.Element:
     return root
 
 
-def write(path: Path, suites: Sequence[Suite]) -> None:
-    """Write the report atomically: a reader never sees half a file."""
+def write(path: Path | None, suites: Sequence[Suite]) -> None:
+    """Write the report atomically (a reader never sees half a file); no path, no report."""
+    if path is None:
+        return
     tree = ET.ElementTree(document(suites))
     ET.indent(tree)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.resolve().parent)
