@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 from checks import BUILTIN_CHECKS, Check
-from sim import checkcmd, scenario
+from sim import about, checkcmd, expect, junit, scenario
 from sim.hunt.cli import add_hunt_parser
 from sim.loader import build_checks, load_checks, setups
 from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
@@ -146,6 +146,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                       console=Console(stderr=True))
     result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
                      setups=setups(built))
+    junit.write(args.junit, [junit.compare_suite(result)])
     if args.record:
         recorder.save(args.record)
         print(f"looks recorded to {args.record}", file=sys.stderr)
@@ -178,13 +179,17 @@ def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], se
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
+    wanted = expect.parse(args.expect)
     recordings = load_recordings(args.recording, args.at_ms, args.publish_ms)
     rows = replay_all(recordings, checkcmd.with_commands(args.check, args), _options(args.check_opt))
+    misses = expect.judge(wanted, rows)
+    junit.write(args.junit, [junit.replay_suite(args.recording, rows, misses)])
     if args.json:
-        print(json.dumps(replay_json(args.recording, rows), separators=(",", ":")))
-        return EXIT_OK
-    print(report.replayed(args.recording, rows, debug=args.debug))
-    return EXIT_OK
+        document = expect.annotate(replay_json(args.recording, rows), wanted, misses)
+        print(json.dumps(document, separators=(",", ":")))
+    else:
+        print(report.replayed(args.recording, rows, debug=args.debug) + expect.text(wanted, misses))
+    return EXIT_EXPECTATION if expect.unmet(misses) else EXIT_OK
 
 
 def cmd_checks(args: argparse.Namespace) -> int:
@@ -203,6 +208,7 @@ def cmd_checks(args: argparse.Namespace) -> int:
                                range(loaded.seed, loaded.seed + args.runs), setups=setups(built)))
         rules = {b.setup.name: _rule(b.check) for b in built}
     rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
+    junit.write(args.junit, [junit.compare_suite(r, "checks") for r in reports])
     if args.json:
         summary = {
             r.scenario: {check: counts.to_json() for check, counts in r.summary.items()}
@@ -234,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find the worlds in which a deploy health check gives the wrong verdict.",
         epilog="exit status: 0 ran, 1 a declared [expect] did not hold, 2 bad input",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {about.version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     listing = sub.add_parser("list", help="the shipped scenarios, one line each")
     listing.add_argument("--profiles", action="store_true",
@@ -308,6 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "(repeatable; overrides the recording's check_options)")
     rep.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     _add_debug(rep)
+    expect.add_argument(rep)
     checkcmd.add_arguments(rep)
     rep.set_defaults(handler=cmd_replay)
 
@@ -323,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
                        help="an option for the checks declaring KEY (as in compare)")
     table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    junit.add_argument(comp, rep, table)
     checkcmd.add_arguments(table)
     table.set_defaults(handler=cmd_checks)
 
@@ -332,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(scenarios/series/*.toml): a row per publish, and per check how many publishes it "
         "let go live that the reconciler failed later. Exit 1 if expect_late_failures fails.",
     )
-    series.add_argument("series", help="a series file, e.g. scenarios/series/sept25-three-publishes.toml")
+    series.add_argument("series", help="a shipped series name (sept25-three-publishes) or a .toml path")
     series.add_argument("--check", action="append", default=[],
                         help="a check to run (repeatable; default: count and timestamp)")
     series.add_argument("--json", action="store_true", help="one JSON object on stdout")

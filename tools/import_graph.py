@@ -85,6 +85,7 @@ LAYERS: dict[str, int] = {
     "sim.rollout.config": 1,
     "sim.loader": 1,
     "sim.checkcmd": 1,
+    "sim.about": 1,
     "sim.traffic": 2,
     "sim.platform.eventlog": 2,
     "sim.platform.behavior": 2,
@@ -102,6 +103,8 @@ LAYERS: dict[str, int] = {
     "sim.strategies": 3,  # the test kit's hypothesis strategies, over sim.testing
     "sim.recording": 3,
     "sim.show": 4,
+    "sim.junit": 4,  # CI's view of results (JUnit XML), beside the reports
+    "sim.expect": 4,  # replay --expect: judged on replay rows
     "sim.rollout.expect": 4,
     "sim.rollout.report": 4,
     "sim.rollout.timeline": 4,
