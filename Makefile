@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck notebooks clean mutate bench constraints
+.PHONY: demo test lint typecheck notebooks clean mutate bench constraints graph wheel-smoke
 
 # The venv must run Python 3.11+; one made by another Python (or half made) is named, not
 # silently reused: `make clean` removes it.
@@ -44,7 +44,13 @@ demo: $(STAMP_RUN)
 test: $(STAMP_DEV)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	HYPOTHESIS_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest --nbmake tests notebooks
+	tools/wheel_smoke.sh $(BIN)/python
+	HYPOTHESIS_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest tests
+
+# Build the wheel, install it in a fresh venv in a temporary folder (not the checkout) and run
+# every command there: what `pip install` users get. About 35 s with a warm pip cache.
+wheel-smoke: | venv-ok
+	tools/wheel_smoke.sh $(BIN)/python
 
 # JupyterLab is not part of the test run: it comes with the `notebooks` extra.
 # Extra options go through LAB_ARGS, e.g. make notebooks LAB_ARGS="--no-browser --port 8899".
@@ -59,16 +65,26 @@ lint: $(STAMP_DEV)
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy
 
-# Mutation testing of the timing invariants and the drain/balancer code ([tool.mutmut]).
+# Mutation testing of every check in checks/ (but flyjson.py) and the rollout's drain and
+# balancer ([tool.mutmut]); the last line is the score over killable mutants (all but the
+# equivalent ones listed in tests/MUTANTS.md). On a shared machine: MUTMUT_ARGS=--max-children=1.
+MUTMUT_ARGS ?=
 mutate: $(STAMP_DEV)
 	rm -rf mutants
-	$(BIN)/mutmut run
+	$(BIN)/mutmut run $(MUTMUT_ARGS)
 	$(BIN)/mutmut results
 	$(BIN)/mutmut export-cicd-stats
-	$(BIN)/python -c 'import json; s = json.load(open("mutants/mutmut-cicd-stats.json")); d, t = s["killed"] + s["timeout"], s["total"]; print("mutation score: %d/%d = %.1f%% (killed %d, timed out %d, survived %d)" % (d, t, 100 * d / t, s["killed"], s["timeout"], s["survived"]))'
+	$(BIN)/python -c 'import json; s = json.load(open("mutants/mutmut-cicd-stats.json")); d, t = s["killed"] + s["timeout"], s["total"]; print("mutmut stats: %d/%d = %.1f%% (killed %d, timed out %d, survived %d, no tests %d)" % (d, t, 100 * d / t, s["killed"], s["timeout"], s["survived"], s["no_tests"]))'
+	$(BIN)/python tools/mutation_score.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants
 
 bench: $(STAMP_RUN)
 	$(BIN)/python benchmarks/bench_core.py
+	$(BIN)/python benchmarks/bench_scale.py
+
+# The import graph of checks/ and sim/ with layers, levels and line counts (stdlib only,
+# so no install needed); tests/test_layout.py runs the same rules with --check.
+graph:
+	$(PYTHON) tools/import_graph.py

@@ -77,10 +77,21 @@ class Look:
 
     at_ms: int
     machines: tuple[MachineSnapshot, ...]
+    #: The snapshots by machine id, built on first use: checks look machines up by id in
+    #: every look, and a scan per lookup made a 10,000-machine look quadratic.
+    _by_id: dict[str, MachineSnapshot] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def machine(self, machine_id: str) -> MachineSnapshot | None:
-        """The snapshot of one machine in this look, if it was there."""
-        return next((m for m in self.machines if m.id == machine_id), None)
+        """The snapshot of one machine in this look, if it was there (the first, if twice)."""
+        index = self._by_id
+        if index is None:
+            index = {}
+            for m in self.machines:
+                index.setdefault(m.id, m)
+            object.__setattr__(self, "_by_id", index)
+        return index.get(machine_id)
 
 
 @dataclass(frozen=True, slots=True)

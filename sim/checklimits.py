@@ -15,8 +15,28 @@ from checks.drive import LOOK_TIMEOUT_S, LOOKS_ENV, MAX_LOOKS, TIMEOUT_ENV
 from sim.settings import BadInput
 
 
-def add_check_limits(parser: argparse.ArgumentParser) -> None:
-    """Add ``--check-timeout SECONDS`` and ``--max-looks N`` to a subcommand."""
+def add_check_limits(*parsers: argparse.ArgumentParser) -> None:
+    """Add ``--check-timeout SECONDS`` and ``--max-looks N`` to subcommands."""
+    for parser in parsers:
+        _add(parser)
+
+
+def save_limits() -> dict[str, str | None]:
+    """The limits' environment now: the caller's values come back when a command ends
+    (``main`` may run many commands in one process, a test's)."""
+    return {key: os.environ.get(key) for key in (TIMEOUT_ENV, LOOKS_ENV)}
+
+
+def restore_limits(saved: dict[str, str | None]) -> None:
+    """Put back what ``save_limits`` saw."""
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--check-timeout", type=float, metavar="SECONDS",
         help=f"wall-clock seconds a check may take to answer one look before its run ends "

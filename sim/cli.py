@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import signal
 import sys
-import tempfile
-import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 from checks import BUILTIN_CHECKS, Check
-from checks.drive import LOOKS_ENV, TIMEOUT_ENV, Interrupt
-from sim import checkcmd, scenario
-from sim.checklimits import add_check_limits, apply_check_limits
+from sim import about, checkcmd, expect, junit, scenario
+from sim.checklimits import add_check_limits, apply_check_limits, restore_limits, save_limits
+from sim.compareopts import (
+    INLINE_RUNS,
+    MAX_RUNS,
+    RUNS_ENV,
+    add_output_options,
+    check_outputs,
+    details,
+)
 from sim.hunt.cli import add_hunt_parser
 from sim.loader import build_checks, load_checks, setups
-from sim.outputs import check_image, check_output, is_special
 from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
-from sim.publish.compare import SCHEMA_VERSION, SeedRun, compare, run_json
+from sim.publish.compare import SCHEMA_VERSION, compare
 from sim.publish.world import run
 from sim.recording import Recorder, load_recordings, replay_all, replay_json
 from sim.rollout import config as rollout_config
@@ -30,18 +31,12 @@ from sim.rollout.cli import add_lint_timing_parser, add_rollout_parser
 from sim.scenario import BadInput, parse_value
 from sim.settings import at_most, env_limit
 from sim.show import report
+from sim.signals import Terminated, exit_on_signals, restore_signals
 from sim.sweep.cli import add_sweep_parser
 
 EXIT_OK, EXIT_EXPECTATION, EXIT_BAD_INPUT = 0, 1, 2
-#: The most seeds one compare or checks runs: at about 10 ms a world with six checks, a
-#: million is hours; more is a typo (--runs 1000000000). Raise it with TESTBED_MAX_RUNS.
-MAX_RUNS, RUNS_ENV = 1_000_000, "TESTBED_MAX_RUNS"
-#: Up to this many runs, compare --json lists every run inline (as it always has); past it
-#: the runs are summarised, and --details FILE.jsonl streams them.
-INLINE_RUNS = 10
 # As a shell reports a command ended by SIGINT (Ctrl-C) or SIGTERM: 128 + the signal.
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
-
 #: Where a check's options come from (also in the README, "Check options").
 PRECEDENCE = (
     "check options, lowest first: the check's own default < the scenario's [check] table, "
@@ -139,11 +134,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
     loaded = scenario.load(args.scenario, args.set)
     # Every output path is judged before the first world runs: a bad one costs nothing.
-    for option, path in (("--record", args.record), ("--details", args.details)):
-        if path:
-            check_output(option, Path(path), args.force)
-    if args.timeline:
-        check_image("--timeline", Path(args.timeline), args.force)
+    check_outputs(args)
     names_asked = checkcmd.with_commands(args.check, args)
     built = build_checks(names_asked, loaded.check, _options(args.check_opt))
     checks = [b.check for b in built]
@@ -165,10 +156,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
                       console=Console(stderr=True))
     # Runs are held (for --json's "runs" and the one-run report) only while few; past
     # INLINE_RUNS, or with --summary, memory stays flat in the number of runs.
-    keep = not args.summary and args.runs <= INLINE_RUNS
-    with _details(args.details, args.force, loaded.publish_started_ms) as on_run:
+    # --junit lists every seed: it holds the runs too.
+    keep = (not args.summary and args.runs <= INLINE_RUNS) or bool(args.junit)
+    with details(args.details, args.force, loaded.publish_started_ms) as on_run:
         result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
                          setups=setups(built), keep_runs=keep, on_run=on_run)
+    junit.write(args.junit, [junit.compare_suite(result)])
     if args.record:
         recorder.save(args.record, args.force)
         print(f"looks recorded to {args.record}", file=sys.stderr)
@@ -184,52 +177,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if text := report.expectations(result):
             print(text)
     return EXIT_EXPECTATION if result.expectations_failed else EXIT_OK
-
-
-@contextlib.contextmanager
-def _details(
-    path: str | None, force: bool, publish_started_ms: int
-) -> Iterator[Callable[[SeedRun], None] | None]:
-    """``--details FILE.jsonl``: each seed's runs as one JSON line, streamed as they end.
-
-    Written to a temporary file beside the target and renamed when every run is in, so an
-    interrupted compare leaves the previous file (and no temporary one) behind.
-    """
-    if not path:
-        yield None
-        return
-    target = check_output("--details", Path(path), force)
-    def line(run: SeedRun) -> str:
-        return json.dumps(run_json(run, publish_started_ms), separators=(",", ":")) + "\n"
-
-    if is_special(target):  # a device or pipe (--force): stream straight to it
-        with target.open("w", encoding="utf-8") as device:
-
-            def to_device(run: SeedRun) -> None:
-                device.write(line(run))
-
-            yield to_device
-        return
-    folder = target.resolve().parent
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, delete=False,
-                                     prefix=f".{target.name}.", suffix=".tmp") as handle:
-        temporary = Path(handle.name)
-        try:
-
-            def to_file(run: SeedRun) -> None:
-                handle.write(line(run))
-
-            yield to_file
-            handle.flush()
-            os.fsync(handle.fileno())
-        except BaseException:
-            handle.close()
-            temporary.unlink(missing_ok=True)
-            raise
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(temporary, 0o666 & ~umask)
-    os.replace(temporary, target.resolve())
 
 
 def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], seed: int) -> None:
@@ -248,13 +195,17 @@ def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], se
 def cmd_replay(args: argparse.Namespace) -> int:
     """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
     apply_check_limits(args)
+    wanted = expect.parse(args.expect)
     recordings = load_recordings(args.recording, args.at_ms, args.publish_ms)
     rows = replay_all(recordings, checkcmd.with_commands(args.check, args), _options(args.check_opt))
+    misses = expect.judge(wanted, rows)
+    junit.write(args.junit, [junit.replay_suite(args.recording, rows, misses)])
     if args.json:
-        print(json.dumps(replay_json(args.recording, rows), separators=(",", ":")))
-        return EXIT_OK
-    print(report.replayed(args.recording, rows, debug=args.debug))
-    return EXIT_OK
+        document = expect.annotate(replay_json(args.recording, rows), wanted, misses)
+        print(json.dumps(document, separators=(",", ":")))
+    else:
+        print(report.replayed(args.recording, rows, debug=args.debug) + expect.text(wanted, misses))
+    return EXIT_EXPECTATION if expect.unmet(misses) else EXIT_OK
 
 
 def cmd_checks(args: argparse.Namespace) -> int:
@@ -271,9 +222,10 @@ def cmd_checks(args: argparse.Namespace) -> int:
         built = build_checks(names, loaded.check, extra)
         reports.append(compare(loaded, [b.check for b in built],
                                range(loaded.seed, loaded.seed + args.runs), setups=setups(built),
-                               keep_runs=False))
+                               keep_runs=bool(args.junit)))
         rules = {b.setup.name: _rule(b.check) for b in built}
     rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
+    junit.write(args.junit, [junit.compare_suite(r, "checks") for r in reports])
     if args.json:
         summary = {
             r.scenario: {check: counts.to_json() for check, counts in r.summary.items()}
@@ -298,19 +250,6 @@ def _add_debug(parser: argparse.ArgumentParser) -> None:
                         help="show the traceback of a check that raised")
 
 
-def _add_output_options(comp: argparse.ArgumentParser) -> None:
-    """compare's --details, --summary and --force."""
-    comp.add_argument(
-        "--details", metavar="FILE.jsonl",
-        help="stream every run's results (each check's looks too) as JSON Lines, one seed a "
-        f"line; --json holds them inline only up to {INLINE_RUNS} runs",
-    )
-    comp.add_argument("--summary", action="store_true",
-                      help="print only the summary (outcome counts), never per-run details")
-    comp.add_argument("--force", action="store_true",
-                      help="write to a device or through a symlink at --record/--timeline/--details")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = _Parser(
@@ -318,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find the worlds in which a deploy health check gives the wrong verdict.",
         epilog="exit status: 0 ran, 1 a declared [expect] did not hold, 2 bad input",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {about.version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     listing = sub.add_parser("list", help="the shipped scenarios, one line each")
     listing.add_argument("--profiles", action="store_true",
@@ -350,17 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a scenario value, e.g. --set platform.event_log_cap=3 (repeatable)",
     )
     comp.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
-    comp.add_argument(
-        "--timeline", metavar="FILE.png",
-        help="also write a crash timeline of the first seed's world, one panel per check",
-    )
-    comp.add_argument(
-        "--record", metavar="LOOKS.jsonl",
-        help="write every look of every run as Fly Machines API JSON, one look per line",
-    )
-    _add_output_options(comp)
+    add_output_options(comp)
     _add_debug(comp)
-    add_check_limits(comp)
     checkcmd.add_arguments(comp)
     comp.set_defaults(handler=cmd_compare)
 
@@ -394,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "(repeatable; overrides the recording's check_options)")
     rep.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     _add_debug(rep)
-    add_check_limits(rep)
+    expect.add_argument(rep)
     checkcmd.add_arguments(rep)
     rep.set_defaults(handler=cmd_replay)
 
@@ -410,7 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
                        help="an option for the checks declaring KEY (as in compare)")
     table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
-    add_check_limits(table)
+    add_check_limits(comp, rep, table)
+    junit.add_argument(comp, rep, table)
     checkcmd.add_arguments(table)
     table.set_defaults(handler=cmd_checks)
 
@@ -420,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(scenarios/series/*.toml): a row per publish, and per check how many publishes it "
         "let go live that the reconciler failed later. Exit 1 if expect_late_failures fails.",
     )
-    series.add_argument("series", help="a series file, e.g. scenarios/series/sept25-three-publishes.toml")
+    series.add_argument("series", help="a shipped series name (sept25-three-publishes) or a .toml path")
     series.add_argument("--check", action="append", default=[],
                         help="a check to run (repeatable; default: count and timestamp)")
     series.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -433,48 +365,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _Terminated(Interrupt):
-    """SIGTERM arrived: end the command as Ctrl-C would, with the shell's status 143."""
-
-
-class _Interrupted(Interrupt, KeyboardInterrupt):
-    """The user's Ctrl-C: unlike a KeyboardInterrupt a check raises, it ends the command."""
-
-
-def _exit_on_signals() -> Any:
-    """SIGTERM -> ``_Terminated``, SIGINT -> ``_Interrupted`` (main thread only).
-
-    Both are ``checks.drive.Interrupt``, which the check driver lets through, so a signal
-    arriving while a check runs still ends the command. Returns the handlers replaced.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def terminated(signum: int, frame: object) -> None:
-        raise _Terminated
-
-    def interrupted(signum: int, frame: object) -> None:
-        raise _Interrupted
-
-    previous_int = signal.getsignal(signal.SIGINT)
-    if previous_int is signal.default_int_handler:
-        signal.signal(signal.SIGINT, interrupted)
-    return signal.signal(signal.SIGTERM, terminated), previous_int
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``testbed`` console script."""
     args = build_parser().parse_args(argv)
-    previous = _exit_on_signals()
-    # --check-timeout and --max-looks travel in the environment (to sweep workers too);
-    # the caller's values come back when the command ends (main may run in a test process).
-    saved_env = {key: os.environ.get(key) for key in (TIMEOUT_ENV, LOOKS_ENV)}
+    previous = exit_on_signals()
+    saved_env = save_limits()
     try:
         code: int = args.handler(args)
     except KeyboardInterrupt:
         print("testbed: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except _Terminated:
+    except Terminated:
         print("testbed: terminated", file=sys.stderr)
         return EXIT_TERMINATED
     except BadInput as error:
@@ -486,14 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous[0])
-            signal.signal(signal.SIGINT, previous[1])
-        for key, value in saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        restore_signals(previous)
+        restore_limits(saved_env)
         checkcmd.close_all()  # no --check-cmd child outlives the command, whatever happened
     return code
 

@@ -16,16 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checks import Check, Look, Verdict
-from checks.drive import CheckFailed, drive
+from checks import Look, Verdict
+from checks.drive import CheckFailed
 from checks.flyjson import (
-    TOLERANCE_MS,
     Recording,
     RecordingError,
     is_recording_line,
     look_to_json,
     payload_recording,
     read_recordings,
+    replay,
 )
 from sim.loader import CheckSetup, build_checks
 from sim.outputs import check_output, write_atomic
@@ -154,44 +154,14 @@ def replay_all(
         chosen = [b for b in built if b.setup.name == recorded_by] or list(built)
         for loaded in chosen:
             try:
-                verdict, fed = _replay(loaded.check, recording.publish_started_ms,
-                                       recording.looks)
-            except CheckFailed as failed:  # a user's check may do anything: it is its outcome
+                result = replay(loaded.check, recording.publish_started_ms, recording.looks)
+            except CheckFailed as failed:  # raised or broke the protocol: that is its outcome
                 cause = failed.__cause__
-                detail = None if cause is None else "".join(traceback.format_exception(cause))
+                detail = "".join(traceback.format_exception(cause)) if cause else None
                 rows.append(_row(recording, loaded.setup, None, (), str(failed), detail=detail))
                 continue
-            rows.append(_row(recording, loaded.setup, verdict, fed, None))
+            rows.append(_row(recording, loaded.setup, result.verdict, result.looks, None))
     return rows
-
-
-def _replay(
-    check: Check, publish_started_ms: int, looks: Sequence[Look]
-) -> tuple[Verdict | None, tuple[Look, ...]]:
-    """``checks.flyjson.replay``'s serving rule, through the one driver loop (``drive``).
-
-    So a replayed check runs under the same budget and validation as a simulated one.
-    """
-    fed: list[Look] = []
-    now_ms = publish_started_ms
-    index = 0
-    steps = drive(check, publish_started_ms)
-    try:
-        wait = next(steps)
-        while True:
-            due_ms = now_ms + round(wait * 1000) - TOLERANCE_MS
-            while index < len(looks) and looks[index].at_ms < due_ms:
-                index += 1
-            if index == len(looks):
-                steps.close()
-                return None, tuple(fed)
-            fed.append(looks[index])
-            now_ms = looks[index].at_ms
-            index += 1
-            wait = steps.send(fed[-1])
-    except StopIteration as done:
-        verdict: Verdict = done.value
-        return verdict, tuple(fed)
 
 
 def _row(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +36,8 @@ __all__ = [
     "parse_value",
     "scenarios_dir",
     "shipped",
+    "shipped_series",
+    "shipped_sweeps",
     "validate",
 ]
 
@@ -204,12 +207,31 @@ def scenarios_dir() -> Path:
     override = os.environ.get("TESTBED_SCENARIOS")
     if override:
         return Path(override)
-    return Path(__file__).resolve().parent.parent / "scenarios"
+    try:
+        # Installed (wheel or editable): pyproject.toml maps scenarios/ onto this package.
+        return Path(str(resources.files("sim._shipped")))
+    except ModuleNotFoundError:
+        # A source checkout run without installing it (``python -m sim`` at the top).
+        return Path(__file__).resolve().parent.parent / "scenarios"
 
 
 def shipped() -> dict[str, Path]:
     """The shipped scenarios by name, sorted."""
-    return {p.stem: p for p in sorted(scenarios_dir().glob("*.toml"))}
+    return _tomls(scenarios_dir())
+
+
+def shipped_sweeps() -> dict[str, Path]:
+    """The shipped sweep files by name (``scenarios/sweeps/``), sorted."""
+    return _tomls(scenarios_dir() / "sweeps")
+
+
+def shipped_series() -> dict[str, Path]:
+    """The shipped series files by name (``scenarios/series/``), sorted."""
+    return _tomls(scenarios_dir() / "series")
+
+
+def _tomls(folder: Path) -> dict[str, Path]:
+    return {p.stem: p for p in sorted(folder.glob("*.toml"))}
 
 
 def validate(raw: dict[str, Any], source: str) -> Scenario:

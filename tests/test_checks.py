@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 
-from hypothesis import example, find, given, note
+from hypothesis import Phase, event, example, find, given, note, seed, settings
 from hypothesis import strategies as st
 
-from checks import CountCheck, Event, LayeredCheck, Look, MachineSnapshot, TimestampCheck, Wait
-from sim.testing import crash_loop, drive, look_at, snapshot_at
+from checks import CountCheck, Event, LayeredCheck, Look, TimestampCheck, Verdict, Wait
+from sim.platform.profiles import PROFILES
+from sim.testing import PUBLISH_MS as FLEET_PUBLISH_MS
+from sim.testing import App, Run, crash_loop, drive, drive_world, look_at, snapshot_at
+from sim.testing import World as FleetWorld
+from sim.testing import world as lay_out
 
 PUBLISH_MS = 1_000_000
 
@@ -142,24 +147,6 @@ def worlds(draw, crashing: bool | None = None, cap: st.SearchStrategy[int] | Non
     )
 
 
-def _newest_crash(snapshot: MachineSnapshot) -> int | None:
-    return max((e.timestamp for e in snapshot.crashes_since(PUBLISH_MS)), default=None)
-
-
-@given(worlds())
-def test_timestamp_fails_whenever_look3_holds_a_crash_newer_than_look2(world: World):
-    """If look 3's list holds a crash newer than look 2's newest, timestamp fails."""
-    verdict, looks = world.run(TimestampCheck)
-    first = next((i for i, look in enumerate(looks) if look.machines[0].state == "started"), None)
-    if first is None or len(looks) < first + 3:
-        return  # decided before a third look: the property speaks of look 3
-    look2, look3 = looks[first + 1].machines[0], looks[first + 2].machines[0]
-    newest2, newest3 = _newest_crash(look2), _newest_crash(look3)
-    note(f"look2 newest={newest2} look3 newest={newest3} verdict={verdict}")
-    if newest3 is not None and (newest2 is None or newest3 > newest2):
-        assert not verdict.ok
-
-
 @given(worlds(crashing=False))
 def test_started_at_every_look_with_no_crash_since_publish_passes_both(world: World):
     """A machine that boots once and stays up is passed by both checks."""
@@ -178,14 +165,6 @@ def test_crashes_before_the_publish_never_count(world: World):
     cleaned = replace(world, pre=clean_pre)
     for check_cls in (CountCheck, TimestampCheck):
         assert world.run(check_cls)[0].ok == cleaned.run(check_cls)[0].ok
-
-
-@given(worlds(cap=st.just(10_000)))
-def test_with_a_cap_that_holds_everything_count_and_timestamp_agree(world: World):
-    """When no event ever falls off, counting crashes and comparing timestamps agree."""
-    count, _ = world.run(CountCheck)
-    timestamp, _ = world.run(TimestampCheck)
-    assert count.ok == timestamp.ok
 
 
 def _fast_crash_loops() -> st.SearchStrategy[World]:
@@ -232,3 +211,162 @@ def test_snapshot_at_caps_and_orders_newest_first():
     events = crash_loop(PUBLISH_MS, 100, 50, 4)
     snap = snapshot_at(events, PUBLISH_MS + 10_000, 3)
     assert [e.timestamp for e in snap.events] == sorted((e.timestamp for e in events[-3:]), reverse=True)
+
+
+# --- generated fleets: several machines on the simulator's own machine model -----------
+#
+# Each machine runs the new release its own way: stays up, crash-loops with a non-zero
+# exit, is OOM-killed, or exits cleanly (0); under on-failure with few retries the
+# platform gives up on it. ``sim.testing.world`` lays out every machine's full, uncapped
+# history, so a property can judge a verdict against what really happened.
+
+LAYERS = ("look-twice", "gave-up", "crashes-since-publish")
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """Machines of one publish sharing an event-list cap and profile, and the check's delay."""
+
+    apps: tuple[App, ...]
+    look_delay_s: int
+
+    @property
+    def cap(self) -> int:
+        return self.apps[0].cap
+
+    @property
+    def per_crash(self) -> int:
+        """Events one crash cycle writes under this fleet's profile."""
+        return PROFILES[self.apps[0].events].per_crash
+
+    @property
+    def kinds(self) -> set[str]:
+        """How the machines behave, in words (for hypothesis' event statistics)."""
+        return {
+            "stays up" if app.crash_after_ms is None
+            else "is OOM-killed" if app.oom
+            else f"exits {app.exit_code}"
+            for app in self.apps
+        }
+
+    def world(self) -> FleetWorld:
+        # Long enough for any layered check here to decide: 60 s start timeout + 2 delays.
+        return lay_out(*self.apps, horizon_s=150)
+
+    def run(self, check_cls: type[LayeredCheck], w: FleetWorld | None = None) -> Run:
+        check = check_cls(look_delay_s=self.look_delay_s, start_timeout_s=60, poll_s=1)
+        return drive_world(check, w or self.world())
+
+
+@st.composite
+def machine_apps(draw: st.DrawFn, cap: int, profile: str) -> App:
+    """One machine: stays up, or exits (code 1 or 2, OOM, or clean 0) after each start."""
+    how = draw(st.sampled_from(["up", "crash", "crash", "oom", "clean"]))
+    return App(
+        boot_ms=draw(st.integers(100, 3_000)),
+        crash_after_ms=None if how == "up" else draw(st.integers(200, 8_000)),
+        restart_delay_ms=draw(st.integers(0, 2_000)),
+        # None restarts forever; a few retries end in the platform giving up.
+        max_retries=draw(st.sampled_from([None, 0, 1, 3, 10])),
+        exit_code={"crash": draw(st.sampled_from([1, 2])), "clean": 0}.get(how, 1),
+        oom=how == "oom",
+        cap=cap,
+        events=profile,
+    )
+
+
+@st.composite
+def fleets(draw: st.DrawFn, cap: st.SearchStrategy[int] | None = None) -> Fleet:
+    """One to three machines, one cap and event profile for all, a look delay of 1-20 s."""
+    shared_cap = draw(cap if cap is not None else st.integers(1, 12))
+    profile = draw(st.sampled_from(sorted(PROFILES)))
+    count = draw(st.integers(1, 3))
+    apps = tuple(draw(machine_apps(shared_cap, profile)) for _ in range(count))
+    return Fleet(apps, draw(st.integers(1, 20)))
+
+
+def _decided(run: Run) -> Verdict:
+    assert run.verdict is not None, "no verdict within the horizon"
+    return run.verdict
+
+
+@given(fleets())
+def test_timestamp_pass_vouches_for_the_last_look_delay_in_the_full_history(fleet: Fleet):
+    """Cap >= a crash cycle: when timestamp passes, no machine crashed in the look delay before it.
+
+    Judged against the uncapped history the simulator's machine model wrote, not against
+    the looks the check saw: a pass at look 2 or 3 comes ``look_delay_s`` after the look
+    before it, and every crash in between must have made it fail.
+    """
+    for kind in fleet.kinds:
+        event(f"has a machine that {kind}")
+    event(f"{len(fleet.apps)} machine(s)")
+    w = fleet.world()
+    run = fleet.run(TimestampCheck, w)
+    verdict = _decided(run)
+    event(f"timestamp layer {verdict.layer}, {'pass' if verdict.ok else 'fail'}")
+    if fleet.cap < fleet.per_crash:
+        event("cap below a crash cycle")
+        return
+    if not verdict.ok:
+        return
+    decided_at = run.looks[-1].at_ms
+    since = decided_at - fleet.look_delay_s * 1000
+    missed = [
+        (m.id, e.timestamp - FLEET_PUBLISH_MS)
+        for m in w.machines
+        for e in m.events
+        if e.is_crash and since < e.timestamp <= decided_at
+    ]
+    note(f"{w!r}: passed at +{decided_at - FLEET_PUBLISH_MS} ms over crashes {missed}")
+    assert not missed
+
+
+@given(fleets())
+def test_a_fleet_with_a_machine_given_up_on_never_passes(fleet: Fleet):
+    """If the full history shows the platform gave up on a machine by the verdict, neither check passes."""
+    w = fleet.world()
+    for check_cls in (CountCheck, TimestampCheck):
+        run = fleet.run(check_cls, w)
+        verdict = _decided(run)
+        event(f"{check_cls.name} layer {verdict.layer}")
+        decided_at = run.looks[-1].at_ms
+        given_up = [
+            m.id
+            for m in w.machines
+            if any(e.is_crash and not e.restarting and e.timestamp <= decided_at for e in m.events)
+        ]
+        if given_up:
+            event("a machine given up on")
+            assert not verdict.ok, (given_up, verdict)
+
+
+@given(fleets(cap=st.just(10_000)))
+def test_with_a_cap_that_holds_everything_count_and_timestamp_agree(fleet: Fleet):
+    """When no event ever falls off, counting crashes and comparing timestamps agree."""
+    w = fleet.world()
+    count = _decided(fleet.run(CountCheck, w))
+    timestamp = _decided(fleet.run(TimestampCheck, w))
+    assert count.ok == timestamp.ok
+
+
+LAYER_SEEDS = (0, 1, 2)
+
+
+def test_generated_fleets_reach_all_three_layers_of_both_checks():
+    """Over a fixed seed list the generated fleets decide at every layer, for both checks."""
+    reached: Counter[tuple[str, str]] = Counter()
+    for fixed in LAYER_SEEDS:
+
+        @seed(fixed)
+        @settings(max_examples=40, database=None, phases=[Phase.generate], deadline=None)
+        @given(fleets())
+        def collect(fleet: Fleet) -> None:
+            w = fleet.world()
+            for check_cls in (CountCheck, TimestampCheck):
+                reached[check_cls.name, _decided(fleet.run(check_cls, w)).layer] += 1
+
+        collect()
+    for name in ("count", "timestamp"):
+        for layer in LAYERS:
+            assert reached[name, layer] > 0, (name, layer, reached)

@@ -19,7 +19,7 @@ from sim.show.explore import (
     traced_runs,
     with_sets,
 )
-from sim.show.plot import detection_grid_figure
+from sim.show.gridplot import detection_grid_figure
 
 
 def test_traced_runs_trace_every_builtin_check_in_one_world() -> None:

@@ -21,6 +21,7 @@ from checks import (
     Wait,
     make_check,
 )
+from checks.drive import CheckFailed
 from checks.flyjson import (
     TOLERANCE_MS,
     Recording,
@@ -509,8 +510,8 @@ def test_replay_allows_a_look_one_ms_early_for_the_recorder_rounding() -> None:
 
 
 def test_replay_rejects_a_step_that_is_not_a_wait_or_verdict() -> None:
-    """A check answering with a negative wait is a TypeError, not a silent replay."""
-    with pytest.raises(TypeError, match="expected Wait"):
+    """A check answering with a negative wait ends the replay as the driver loop says (CheckFailed)."""
+    with pytest.raises(CheckFailed, match="finite seconds >= 0"):
         replay(Scripted(-1.0), PUBLISH_MS, at(0))
 
 

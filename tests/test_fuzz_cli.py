@@ -159,7 +159,7 @@ def _axis_toml(axis: Any) -> str:
 @given(st.dictionaries(st.sampled_from(["release.crash_after_s", "check.look_delay_s",
                                         "platform.event_log_cap", "bogus.key", "a.b.c"]),
                        AXES, max_size=2),
-       st.sampled_from(EDGE_NUMBERS + ["x"]))
+       st.sampled_from([*EDGE_NUMBERS, "x"]))
 def test_sweep_documents(axes: dict[str, Any], seeds: Any) -> None:
     """sweep reads any sweep document without a traceback (one worker, thinned by limits)."""
     lines = ['scenario = "sept25-crash-loop"', 'checks = ["count"]',

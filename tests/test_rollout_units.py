@@ -117,6 +117,16 @@ def test_balancer_records_which_target_each_probe_and_transition_was_for() -> No
     assert [(t.target, t.healthy) for t in balancer.transitions] == [(1, False), (1, True)]
 
 
+def test_balancer_rotation_is_its_healthy_targets_and_fails_open() -> None:
+    """rotation(): the targets the balancer holds healthy; all of them once none is."""
+    env = simpy.Environment()
+    balancer = LoadBalancer(env, [_server(env), _server(env)], RULES, random.Random(6), lambda: None)
+    balancer.healthy = [True, False]
+    assert balancer.rotation() == (True, False)
+    balancer.healthy = [False, False]
+    assert balancer.rotation() == (True, True)
+
+
 def test_probe_phases_spread_over_the_whole_first_interval() -> None:
     """Each target's first probe comes uniformly within [0, interval_s)."""
     env = simpy.Environment()

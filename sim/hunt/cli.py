@@ -21,6 +21,8 @@ from sim.loader import load_checks
 from sim.settings import BadInput
 
 EXIT_NOTHING_FOUND, EXIT_FOUND = 0, 1
+#: Version of the ``--json`` document (sim/schemas/hunt.schema.json).
+SCHEMA_VERSION = 1
 #: The most worlds one round may try: a hunt at this budget takes minutes per round on one
 #: core; past it a run of `testbed sweep` over the axes of interest is the better tool.
 MAX_BUDGET = 100_000
@@ -131,7 +133,8 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     paths = write_found(result, out, check_arg)
     elapsed = time.perf_counter() - started
     if args.json:
-        print(json.dumps(summary(result, paths), separators=(",", ":")))
+        document = {"schema_version": SCHEMA_VERSION, **summary(result, paths)}
+        print(json.dumps(document, separators=(",", ":")))
     else:
         print(table(result, paths, check_arg))
         errors.print(f"{len(paths)} file(s) in {out}/ ({elapsed:.1f} s)", highlight=False)

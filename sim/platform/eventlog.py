@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from checks import Event
+from checks.model import Event
 
 # An event as the machine records it: ``Event``'s fields in order (timestamp in platform
 # ms). It becomes an ``Event`` only if a look reads it, and then only once, with one

@@ -87,8 +87,8 @@ class SeriesResult:
 
 
 def load_series(path: str) -> tuple[SeriesFile, list[tuple[PublishEntry, Scenario]]]:
-    """Read a series file and load each publish's scenario; any problem is BadInput."""
-    file = Path(path)
+    """Read a series file (a path, or a shipped series' name) and load each publish's scenario."""
+    file = locate(path, scenarios.shipped_series, "series")
     raw = read_toml(file, "{path}: cannot read series file ({reason})")
     spec = validated(SeriesFile, raw, file.name)
     loaded = []

@@ -1,7 +1,6 @@
 """One simulated world: the app's machines, the publish driving one check, reconciler, site.
 
-Inputs are the scenario (frozen) and a seed; a run's state lives in ``_World`` while
-SimPy runs it; what comes out is a frozen ``RunResult``.
+Inputs: the scenario (frozen) and a seed; state: ``_World`` while SimPy runs; out: ``RunResult``.
 """
 
 from __future__ import annotations

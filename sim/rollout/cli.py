@@ -13,6 +13,9 @@ from sim.rollout.report import lint_json, lint_text, rollout_json, rollout_table
 from sim.rollout.world import run
 from sim.settings import BadInput
 
+#: Version of the ``--json`` documents (sim/schemas/rollout.schema.json, lint-timing.schema.json).
+SCHEMA_VERSION = 1
+
 # The generous cap is for typos (--runs 1000000), not a limit of the model.
 MAX_RUNS = 100_000
 
@@ -36,6 +39,8 @@ def add_rollout_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="override a setting, e.g. deploy.serve_after_drain_s=15",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--summary", action="store_true",
+                        help="totals, timing and expectations only: no row (or JSON entry) per run")
     parser.set_defaults(handler=rollout_command)
     return parser
 
@@ -65,9 +70,13 @@ def rollout_command(args: argparse.Namespace) -> int:
     timing = check_timing(scenario.drain_timing(), scenario.timing.max_reheal_s)
     expectations = check_expectations(scenario.expect, results)
     if args.json:
-        print(json.dumps(rollout_json(scenario, results, timing, expectations)))
+        document = {"schema_version": SCHEMA_VERSION,
+                    **rollout_json(scenario, results, timing, expectations)}
+        if args.summary:
+            del document["runs"]
+        print(json.dumps(document))
     else:
-        print(rollout_table(scenario, results, timing, expectations))
+        print(rollout_table(scenario, results, timing, expectations, rows=not args.summary))
     return 0 if all(e.held for e in expectations) else 1
 
 
@@ -77,7 +86,7 @@ def lint_timing_command(args: argparse.Namespace) -> int:
     timing = check_timing(scenario.drain_timing(), scenario.timing.max_reheal_s)
     source = args.config
     if args.json:
-        print(json.dumps(lint_json(source, timing)))
+        print(json.dumps({"schema_version": SCHEMA_VERSION, **lint_json(source, timing)}))
     else:
         print(lint_text(source, timing))
     return 0 if all(t.ok for t in timing) else 1

@@ -83,15 +83,17 @@ def rollout_table(
     results: Sequence[RolloutResult],
     timing: Sequence[TimingResult],
     expectations: Sequence[Expectation] = (),
+    rows: bool = True,
 ) -> str:
-    """A table of runs, then the totals and the timing invariants."""
+    """A table of runs (``rows=False``: none, for ``--summary``), then the totals and timing."""
     lines = [f"rollout {scenario.name}: {describe(scenario)}", ""]
     header = (
         f"{'seed':>6}  {'deploy':<9}  {'requests':>8}  {'502':>4}  {'drain 503':>9}  "
         f"{'all non-200':>13}  {'502 only':>12}  missing after deploy"
     )
-    lines.append(header)
-    for r in results:
+    if rows:
+        lines.append(header)
+    for r in results if rows else ():
         missing = "; ".join(f"{s.name}: {', '.join(s.missing)}" for s in r.servers if s.missing)
         lines.append(
             f"{r.seed:>6}  {r.deploy_status:<9}  {r.requests:>8}  {r.bad_gateway:>4}  "

@@ -4,28 +4,33 @@ Built on ``matplotlib.figure.Figure`` only, never pyplot: no global state leaks 
 calls, and figures render under any backend (Agg for files). Every artist a test or a
 reader may want to find carries a ``gid`` (``lane:<machine>``, ``look:<n>``,
 ``window:<n>:<machine>``, …).
+
+The x axis lives in ``sim.show.focus`` and the detection grid figure in ``sim.show.gridplot``;
+both stay importable from here (``__all__``).
 """
 
 from __future__ import annotations
 
-import math
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
-from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from sim.publish.world import RunResult
 from sim.scenario import BadInput
-from sim.show.explore import DetectionGrid
+from sim.show.focus import BEFORE_PUBLISH_S, Focus
+from sim.show.gridplot import detection_grid_figure
 from sim.show.timeline import CLEAN, CRASH, OOM, STOP, Lane, Timeline, Window, from_result
+
+__all__ = [
+    "BEFORE_PUBLISH_S", "Focus", "compare_timelines", "crash_timeline", "detection_grid_figure",
+    "legend_handles", "save_timeline",
+]
 
 STATE_COLOURS = {
     ("started", "release"): "#2ca02c",
@@ -64,82 +69,8 @@ BAR_TOP, BAR_H = 0.1, 0.4
 ROW_TOP, ROW_H, ROW_GAP = 0.62, 0.24, 0.04
 LANE_GAP = 0.25
 SITE_H = 0.45
-BEFORE_PUBLISH_S = 5.0
 # Beyond this many machines a figure stops being readable: the rest are counted, not drawn.
 MAX_LANES = 12
-
-
-def _nice_step(span: float, ticks: int) -> float:
-    """A 1-2-5 step giving about ``ticks`` ticks over ``span``."""
-    raw = max(span / ticks, 1e-9)
-    power = 10 ** math.floor(math.log10(raw))
-    return float(next((m * power for m in (1, 2, 5, 10) if m * power >= raw), 10 * power))
-
-
-class Focus:
-    """The x range of a timeline: linear detail around the publish, then a compressed tail.
-
-    The crash loop, the looks and the verdict happen within seconds; the reconciler's late
-    failure and the 404 minutes later. One piecewise-linear axis shows both.
-    """
-
-    def __init__(self, start_s: float, split_s: float, end_s: float, tail_share: float = 0.3):
-        self.start_s, self.split_s, self.end_s = start_s, split_s, end_s
-        tail = end_s - split_s
-        wanted = tail_share / (1 - tail_share) * (split_s - start_s)
-        #: Seconds of the tail per second of the detail (1: no compression).
-        self.squeeze = 1.0 if tail <= wanted else wanted / tail
-
-    @classmethod
-    def around(cls, timelines: Sequence[Timeline], before_s: float = BEFORE_PUBLISH_S) -> Focus:
-        """From ``before_s`` before the publish to just after the last thing that happened."""
-        last = max(t.last_moment_s for t in timelines)
-        split = max(last + max(3.0, 0.12 * last), 15.0)
-        end = max(t.end_s for t in timelines)
-        start = max(-before_s, min(t.start_s for t in timelines))
-        return cls(start, min(split, end), end)
-
-    def forward(self, x: Any) -> Any:
-        """Data seconds to axis units."""
-        x = np.asarray(x, dtype=float)
-        return np.where(x <= self.split_s, x, self.split_s + (x - self.split_s) * self.squeeze)
-
-    def inverse(self, y: Any) -> Any:
-        """Axis units back to data seconds."""
-        y = np.asarray(y, dtype=float)
-        return np.where(y <= self.split_s, y, self.split_s + (y - self.split_s) / self.squeeze)
-
-    def ticks(self) -> list[float]:
-        """Round ticks in the detail, a few in the tail."""
-        step = _nice_step(self.split_s - self.start_s, 10)
-        ticks = list(np.arange(math.ceil(self.start_s / step) * step, self.split_s + 1e-9, step))
-        if self.squeeze < 1:
-            tail_step = _nice_step(self.end_s - self.split_s, 4)
-            first = math.ceil((self.split_s + 0.5 * tail_step) / tail_step) * tail_step
-            ticks += list(np.arange(first, self.end_s + 1e-9, tail_step))
-        return [float(t) for t in ticks]
-
-    def label(self) -> str:
-        """The x-axis label, saying where the tail is compressed."""
-        text = "seconds after the publish began (simulated)"
-        if self.squeeze < 1:
-            text += (f"; after {self.split_s:+.0f} s the axis is compressed"
-                     f" {1 / self.squeeze:.0f}:1 (dotted line)")
-        return text
-
-    def apply(self, ax: Axes) -> None:
-        """Set the scale, limits and ticks of ``ax``; mark where the tail is compressed."""
-        ax.set_xscale("function", functions=(self.forward, self.inverse))
-        ax.set_xlim(self.start_s, self.end_s)
-        ax.xaxis.set_major_locator(FixedLocator(self.ticks()))
-        ax.xaxis.set_major_formatter(FuncFormatter(_format_s))
-        if self.squeeze < 1:
-            ax.axvline(self.split_s, color="#969696", linewidth=0.8, linestyle=(0, (1, 3)),
-                       gid="focus-split")
-
-
-def _format_s(x: float, _pos: int | None = None) -> str:
-    return "0" if abs(x) < 1e-9 else f"{x:+g}"
 
 
 def _lane_layout(lanes: Sequence[Lane]) -> tuple[list[float], float]:
@@ -421,58 +352,3 @@ def save_timeline(path: str | Path, scenario: Any, results: Sequence[RunResult])
     except OSError as error:
         raise BadInput(f"--timeline {path}: cannot write ({error.strerror or error})") from None
     return target
-
-
-OUTCOME_COLOURS = {
-    "caught": "#74c476",
-    "passed": "#9ecae1",
-    "missed": "#ef3b2c",
-    "false_alarm": "#fd8d3c",
-    "blind": "#9e9ac8",
-    "undecided": "#bdbdbd",
-    "error": "#000000",
-}
-
-
-# Which layer of the layered check decided, in a few words for a grid cell.
-LAYER_LABELS = {
-    "look-twice": "look twice",
-    "gave-up": "gave up",
-    "crashes-since-publish": "3rd look",
-    "start-timeout": "timeout",
-}
-
-
-def detection_grid_figure(grid: DetectionGrid) -> Figure:
-    """One panel per check: the outcome in each world of event-log cap and crash period."""
-    names = list(grid.outcomes)
-    figure = _new_figure(3.2 + 5.0 * len(names), 1.6 + 0.5 * len(grid.periods))
-    axes = figure.subplots(1, len(names), sharey=True, squeeze=False)[0]
-    order = list(OUTCOME_COLOURS)
-    colours = ListedColormap([OUTCOME_COLOURS[o] for o in order])
-    for ax, name in zip(axes, names, strict=True):
-        rows = grid.outcomes[name]
-        codes = np.array([[order.index(o) for o in row] for row in rows])
-        ax.imshow(codes, cmap=colours, vmin=-0.5, vmax=len(order) - 0.5, aspect="auto",
-                  gid=f"grid:{name}")
-        for i, (row, layer_row) in enumerate(zip(rows, grid.layers[name], strict=True)):
-            for j, (outcome, layer) in enumerate(zip(row, layer_row, strict=True)):
-                text = outcome.replace("_", " ")
-                if layer:
-                    text += "\n" + LAYER_LABELS.get(layer, layer)
-                ax.text(j, i, text, ha="center", va="center", fontsize=6,
-                        color="white" if outcome in ("missed", "error") else "black",
-                        gid=f"cell:{name}:{i}:{j}")
-        ax.set_xticks(range(len(grid.caps)), [str(c) for c in grid.caps])
-        ax.set_yticks(range(len(grid.periods)), [f"{p:g} s" for p in grid.periods])
-        ax.set_xlabel("event-log cap (events kept per machine)")
-        ax.set_title(f"check: {name}", loc="left", fontweight="bold", fontsize=10)
-    axes[0].set_ylabel("crash period (crash_after_s)")
-    figure.suptitle(f"{grid.scenario} · seed {grid.seed} · verdict outcome per world",
-                    x=0.01, ha="left", fontweight="bold")
-    used = sorted({o for rows in grid.outcomes.values() for row in rows for o in row},
-                  key=order.index)
-    figure.legend(handles=[Patch(color=OUTCOME_COLOURS[o], label=o.replace("_", " "))
-                           for o in used],
-                  loc="outside lower center", ncol=len(used), frameon=False, fontsize=8)
-    return figure

@@ -50,8 +50,8 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Run every chosen check in every world of a sweep (points x seeds): "
         "one row per point, seed and check; a summary per check on stdout.",
     )
-    parser.add_argument("sweep", help="a sweep file (.toml), e.g. "
-                        "scenarios/sweeps/crash_period_vs_look_delay.toml")
+    parser.add_argument("sweep", help="a sweep file (.toml) or a shipped sweep's name, e.g. "
+                        "crash_period_vs_look_delay")
     parser.add_argument("--workers", type=int, metavar="N",
                         help="local worker processes (default: one per core; 1: no pool)")
     parser.add_argument("--out", metavar="FILE",

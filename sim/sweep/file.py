@@ -222,8 +222,8 @@ def _base_raw(name_or_path: str, sweep_dir: Path, sets: list[str]) -> tuple[str,
 
 
 def load_sweep(path: str | Path) -> Sweep:
-    """Read and validate a sweep file; any problem is BadInput with one line."""
-    path = Path(path)
+    """Read and validate a sweep file (a path, or a shipped sweep's name); any problem is BadInput."""
+    path = locate(str(path), scenarios.shipped_sweeps, "sweep")
     raw = read_toml(path, "{path}: cannot read sweep file ({reason})")
     spec = validated(SweepFile, raw, path.name)
     return from_spec(spec, path.parent, path.stem)

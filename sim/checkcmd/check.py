@@ -1,0 +1,156 @@
+"""``CommandCheck``: a ``Check`` whose answers come from a child process over JSON Lines."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from checks.model import Look
+from checks.protocol import Step
+from sim.checkcmd.child import Child, ExternalCheckError
+from sim.checkcmd.wire import AnswerError, look_to_api, parse_answer, request_line, shorten
+
+#: Per-call limit on one answer (assumed: generous for a check that only does arithmetic,
+#: yet short enough that a hung child costs one run seconds, not minutes).
+DEFAULT_TIMEOUT_S = 5.0
+#: After stdin closes, how long a polite child gets to exit before it is killed.
+CLOSE_GRACE_S = 1.0
+#: Interpreters whose first script argument names the check better than they do.
+_INTERPRETERS = frozenset(
+    {"node", "nodejs", "deno", "bun", "python", "python3", "sh", "bash", "ruby", "perl", "php"}
+)
+
+
+def split_command(command: str | Sequence[str]) -> list[str]:
+    """The argv of a command line split as a POSIX shell would; ``ValueError`` if it cannot."""
+    argv = shlex.split(command) if isinstance(command, str) else list(command)
+    if not argv:
+        raise ValueError("the command is empty")
+    return argv
+
+
+def derive_name(argv: Sequence[str]) -> str:
+    """A check name from a command: its program, or the script an interpreter runs."""
+    program = Path(argv[0]).name
+    options = [w for w in argv[1:] if w.startswith("-")]
+    # With -c/-e the next word is code, not a script: the interpreter is the best name.
+    if program in _INTERPRETERS and not {"-c", "-e", "--eval"} & set(options):
+        scripts = [w for w in argv[1:] if not w.startswith("-")]
+        if scripts:
+            return Path(scripts[0]).name
+    return program
+
+
+#: Every CommandCheck not yet closed, so a command-line run can close them all at its end.
+_LIVE: weakref.WeakSet[CommandCheck] = weakref.WeakSet()
+
+
+class CommandCheck:
+    """A check run as a subprocess speaking the JSON Lines protocol (``docs/check-protocol.md``).
+
+    ``command`` is split like a POSIX shell would (no shell runs it); ``options`` go to
+    the child in every request (the scenario's ``[check]`` timing and ``--check-opt``).
+    Use it as a context manager, or call ``close``.
+    """
+
+    def __init__(
+        self,
+        command: str | Sequence[str],
+        name: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        self.argv = split_command(command)
+        self.name = name or derive_name(self.argv)
+        self.options = dict(options or {})
+        try:
+            self._options_json = json.dumps(self.options, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"options must be JSON values ({error})") from None
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0 (got {timeout_s})")
+        self.timeout_s = timeout_s
+        self._child: Child | None = None
+        self._runs = 0
+        self._run = ""
+        self._run_publish_ms: int | None = None
+        self._looks: list[Look] = []
+        self._looks_json: list[str] = []
+        _LIVE.add(self)
+
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id, if one runs."""
+        return self._child.proc.pid if self._child is not None else None
+
+    def _start_run_if_new(self, publish_started_ms: int, looks: Sequence[Look]) -> None:
+        fed = self._looks
+        new = (
+            not looks
+            or len(looks) < len(fed)
+            or publish_started_ms != self._run_publish_ms
+            # A driver may rebuild equal looks each call (parsed JSON): still the same run.
+            or any(a is not b and a != b for a, b in zip(fed, looks, strict=False))
+        )
+        if new:
+            self._runs += 1
+            self._run = f"run-{self._runs}"
+            self._run_publish_ms = publish_started_ms
+            self._looks, self._looks_json = [], []
+        for look in looks[len(self._looks) :]:
+            self._looks.append(look)
+            self._looks_json.append(json.dumps(look_to_api(look), separators=(",", ":")))
+
+    def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
+        """Ask the child for the next step; ``ExternalCheckError`` if it cannot give one."""
+        self._start_run_if_new(publish_started_ms, looks)
+        line = request_line(self._run, publish_started_ms, self._looks_json, self._options_json)
+        try:
+            if self._child is None:
+                try:
+                    self._child = Child(self.argv)
+                except OSError as error:
+                    raise ExternalCheckError(f"cannot start ({error.strerror or error})") from None
+            answer = self._child.exchange(line, self.timeout_s)
+            try:
+                return parse_answer(answer)
+            except AnswerError as error:
+                raise ExternalCheckError(f"answered {shorten(answer)}: {error}") from None
+        except ExternalCheckError as error:
+            where = f"{self.name} ({shlex.join(self.argv)}), {self._run} after {len(looks)} look(s)"
+            tail = self._child.stderr_tail() if self._child is not None else ""
+            self._stop(grace_s=0)
+            message = f"{where}: {error}" + (f"; stderr: {tail}" if tail else "")
+            raise ExternalCheckError(message) from None
+
+    def _stop(self, grace_s: float) -> None:
+        if self._child is not None:
+            self._child.close(grace_s)
+            self._child = None
+
+    def close(self) -> None:
+        """Stop the child (EOF on stdin, then kill its whole session) and reap it."""
+        self._stop(CLOSE_GRACE_S)
+        _LIVE.discard(self)
+
+    def __enter__(self) -> CommandCheck:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"CommandCheck({shlex.join(self.argv)!r}, name={self.name!r})"
+
+
+def close_all() -> None:
+    """Close every command check still open (the command line calls this when it ends)."""
+    for check in list(_LIVE):
+        check.close()

@@ -1,0 +1,179 @@
+"""One running check command: write a request line, read an answer line, within a deadline."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import time
+import weakref
+from collections.abc import Sequence
+
+from sim.checkcmd.wire import shorten
+
+#: An answer is a few hundred bytes; a child streaming more without a newline is broken.
+MAX_ANSWER_BYTES = 1 << 20
+#: Stderr kept per child (the newest bytes) and lines of it quoted in an error.
+STDERR_KEEP_BYTES = 64 * 1024
+STDERR_TAIL_LINES = 3
+
+
+class ExternalCheckError(RuntimeError):
+    """The check's command hung, died, or answered something that is not a protocol answer."""
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the child's whole session (it and anything it started) and reap the child."""
+    # The child leads its own process group, so the group outlives it while any of its own
+    # children do, and its id is not reused until then: killing the group is safe.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+
+
+class Child:
+    """One running command: write a line, read a line, within a deadline; keep stderr's tail."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.proc = subprocess.Popen(
+            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            bufsize=0, start_new_session=True,
+        )
+        assert self.proc.stdin
+        assert self.proc.stdout
+        assert self.proc.stderr
+        self.stdin, self.stdout, self.stderr = (
+            self.proc.stdin.fileno(), self.proc.stdout.fileno(), self.proc.stderr.fileno()
+        )
+        for fd in (self.stdin, self.stdout, self.stderr):
+            os.set_blocking(fd, False)
+        self.err = bytearray()
+        self.out = bytearray()
+        self.stderr_open = True
+        # Whatever happens to the CommandCheck (an exception, no close, interpreter exit),
+        # the child is killed and reaped.
+        self.finalizer = weakref.finalize(self, _kill, self.proc)
+
+    def _read_stderr(self) -> None:
+        while self.stderr_open:
+            try:
+                chunk = os.read(self.stderr, 65536)
+            except BlockingIOError:
+                return
+            if not chunk:
+                self.stderr_open = False
+                return
+            self.err += chunk
+            del self.err[:-STDERR_KEEP_BYTES]
+
+    def stderr_tail(self) -> str:
+        """The last lines the child wrote on stderr, joined into one line."""
+        self._read_stderr()
+        lines = [" ".join(line.split()) for line in self.err.decode("utf-8", "replace").splitlines()]
+        lines = [shorten(line, 200) for line in lines if line][-STDERR_TAIL_LINES:]
+        return " | ".join(lines)
+
+    def _exit_text(self) -> str:
+        try:
+            code = self.proc.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            return "closed its stdout"
+        return f"exited with status {code}" if code >= 0 else f"was killed by signal {-code}"
+
+    def exchange(self, line: str, timeout_s: float) -> str:
+        """Send one request line and return the one answer line (without the newline)."""
+        self._read_stderr()
+        if self.out or self._stdout_ready():
+            raise ExternalCheckError(self._unasked())
+        pending = memoryview((line + "\n").encode())
+        deadline = time.monotonic() + timeout_s
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.stdin, selectors.EVENT_WRITE)
+            selector.register(self.stdout, selectors.EVENT_READ)
+            if self.stderr_open:
+                selector.register(self.stderr, selectors.EVENT_READ)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise ExternalCheckError(f"gave no answer within {timeout_s:g} s")
+                for key, _ in selector.select(remaining):
+                    if key.fd == self.stderr:
+                        self._read_stderr()
+                        if not self.stderr_open:
+                            selector.unregister(self.stderr)
+                    elif key.fd == self.stdin:
+                        try:
+                            written = os.write(self.stdin, pending)
+                        except BlockingIOError:
+                            continue
+                        except BrokenPipeError:
+                            raise ExternalCheckError(
+                                f"{self._exit_text()} before reading the request"
+                            ) from None
+                        pending = pending[written:]
+                        if not pending:
+                            selector.unregister(self.stdin)
+                    elif answer := self._read_answer():
+                        return answer
+
+    def _stdout_ready(self) -> bool:
+        try:
+            chunk = os.read(self.stdout, 65536)
+        except BlockingIOError:
+            return False
+        if not chunk:
+            raise ExternalCheckError(f"{self._exit_text()} between requests")
+        self.out += chunk
+        return True
+
+    def _unasked(self) -> str:
+        return f"wrote output nobody asked for: {shorten(self.out.decode('utf-8', 'replace'))}"
+
+    def _read_answer(self) -> str | None:
+        try:
+            chunk = os.read(self.stdout, 65536)
+        except BlockingIOError:
+            return None
+        if not chunk:
+            if self.out:
+                raise ExternalCheckError(
+                    f"{self._exit_text()} in the middle of an answer: "
+                    f"{shorten(self.out.decode('utf-8', 'replace'))}"
+                )
+            raise ExternalCheckError(f"{self._exit_text()} before answering")
+        self.out += chunk
+        end = self.out.find(b"\n")
+        if end < 0:
+            if len(self.out) > MAX_ANSWER_BYTES:
+                raise ExternalCheckError(f"wrote over {MAX_ANSWER_BYTES} bytes with no newline")
+            return None
+        raw, rest = bytes(self.out[:end]), self.out[end + 1 :]
+        if rest:
+            raise ExternalCheckError(
+                f"wrote more than one line for one request: {shorten(rest.decode('utf-8', 'replace'))}"
+            )
+        self.out.clear()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ExternalCheckError(f"answered bytes that are not UTF-8: {raw[:40]!r}") from None
+        if not text.strip():
+            raise ExternalCheckError("answered an empty line")
+        return text
+
+    def close(self, grace_s: float) -> None:
+        """End the child: EOF on its stdin, a moment to exit, then kill what is left."""
+        if not self.finalizer.alive:
+            return
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):
+                self.proc.stdin.close()
+        if grace_s > 0:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=grace_s)
+        self.finalizer()  # kills the group even when the child left something behind

@@ -1,0 +1,110 @@
+"""The check protocol's wire format: a request line out, an answer line in, and the schemas."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+from checks.flyapi import machine_to_api
+from checks.model import Look, Verdict, Wait
+from checks.protocol import Step
+
+#: The protocol version every request carries; a child should refuse one it does not know.
+PROTOCOL = 1
+
+
+class AnswerError(ValueError):
+    """One answer line that breaks the protocol; the message names the field and the rule."""
+
+
+def look_to_api(look: Look) -> dict[str, Any]:
+    """One look as a request carries it: ``at_ms`` and the machines as API objects."""
+    return {"at_ms": look.at_ms, "machines": [machine_to_api(m, look.at_ms) for m in look.machines]}
+
+
+def request_line(
+    run: str, publish_started_ms: int, looks_json: Sequence[str], options_json: str
+) -> str:
+    """One request (no newline) from the looks and options already encoded as JSON."""
+    head = json.dumps(
+        {"protocol": PROTOCOL, "run": run, "publish_started_ms": publish_started_ms},
+        separators=(",", ":"),
+    )
+    # Each look is encoded once per run and spliced in: a run's requests grow by one look.
+    return f'{head[:-1]},"options":{options_json},"looks":[{",".join(looks_json)}]}}'
+
+
+def schema(kind: str) -> dict[str, Any]:
+    """The shipped JSON Schema of a ``"request"`` or an ``"answer"``."""
+    text = resources.files("sim").joinpath(f"schemas/check-{kind}.schema.json").read_text("utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def _no_constant(name: str) -> Any:
+    raise AnswerError(f"{name} is not a JSON number")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise AnswerError(f"field {key!r} appears twice")
+        obj[key] = value
+    return obj
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_VERDICT_FIELDS = ("ok", "reason", "machine", "layer", "judged")
+
+
+def parse_answer(text: str) -> Step:
+    """A ``Wait`` or ``Verdict`` from one answer line; ``AnswerError`` says what is wrong."""
+    try:
+        obj = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as error:
+        raise AnswerError(f"not JSON ({error.msg} at column {error.colno})") from None
+    if not isinstance(obj, dict):
+        raise AnswerError("must be a JSON object with one field, 'wait' or 'verdict'")
+    if sorted(obj) not in (["wait"], ["verdict"]):
+        raise AnswerError(f"must have exactly one field, 'wait' or 'verdict' (got {sorted(obj)})")
+    if "wait" in obj:
+        seconds = obj["wait"]
+        if not is_number(seconds) or not math.isfinite(seconds) or seconds < 0:
+            raise AnswerError(f"field 'wait' must be a number of seconds >= 0, got {shorten(seconds)}")
+        return Wait(float(seconds))
+    verdict = obj["verdict"]
+    if not isinstance(verdict, dict):
+        raise AnswerError(f"field 'verdict' must be an object, got {shorten(verdict)}")
+    if unknown := [k for k in verdict if k not in _VERDICT_FIELDS]:
+        raise AnswerError(f"field 'verdict.{unknown[0]}' is not part of the protocol")
+    rules: list[tuple[str, bool, str]] = [
+        ("ok", isinstance(verdict.get("ok"), bool), "must be true or false"),
+        ("reason", isinstance(verdict.get("reason"), str) and verdict.get("reason") != "",
+         "must be a non-empty string"),
+        ("machine", verdict.get("machine") is None or isinstance(verdict["machine"], str),
+         "must be a string or null"),
+        ("layer", isinstance(verdict.get("layer", ""), str), "must be a string"),
+        ("judged", isinstance(verdict.get("judged", True), bool), "must be true or false"),
+    ]
+    for key, valid, rule in rules:
+        if not valid:
+            got = shorten(verdict[key]) if key in verdict else "nothing"
+            raise AnswerError(f"field 'verdict.{key}' {rule}, got {got}")
+    return Verdict(
+        verdict["ok"], verdict["reason"], verdict.get("machine"),
+        layer=verdict.get("layer", ""), judged=verdict.get("judged", True),
+    )
+
+
+def shorten(value: Any, limit: int = 60) -> str:
+    """A value shortened to keep an error message on one line."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,97 @@
+"""compare's many-runs options: the run limit, --details (JSON Lines), --summary, --force."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from sim.outputs import check_image, check_output, is_special
+from sim.publish.compare import SeedRun, run_json
+
+#: The most seeds one compare or checks runs: at about 5 ms a world with six checks, a
+#: million is hours; more is a typo (--runs 1000000000). Raise it with TESTBED_MAX_RUNS.
+MAX_RUNS, RUNS_ENV = 1_000_000, "TESTBED_MAX_RUNS"
+#: Up to this many runs, compare --json lists every run inline (as it always has); past it
+#: the runs are summarised, and --details FILE.jsonl streams them.
+INLINE_RUNS = 10
+
+
+@contextlib.contextmanager
+def details(
+    path: str | None, force: bool, publish_started_ms: int
+) -> Iterator[Callable[[SeedRun], None] | None]:
+    """``--details FILE.jsonl``: each seed's runs as one JSON line, streamed as they end.
+
+    Written to a temporary file beside the target and renamed when every run is in, so an
+    interrupted compare leaves the previous file (and no temporary one) behind.
+    """
+    if not path:
+        yield None
+        return
+    target = check_output("--details", Path(path), force)
+    def line(run: SeedRun) -> str:
+        return json.dumps(run_json(run, publish_started_ms), separators=(",", ":")) + "\n"
+
+    if is_special(target):  # a device or pipe (--force): stream straight to it
+        with target.open("w", encoding="utf-8") as device:
+
+            def to_device(run: SeedRun) -> None:
+                device.write(line(run))
+
+            yield to_device
+        return
+    folder = target.resolve().parent
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, delete=False,
+                                     prefix=f".{target.name}.", suffix=".tmp") as handle:
+        temporary = Path(handle.name)
+        try:
+
+            def to_file(run: SeedRun) -> None:
+                handle.write(line(run))
+
+            yield to_file
+            handle.flush()
+            os.fsync(handle.fileno())
+        except BaseException:
+            handle.close()
+            temporary.unlink(missing_ok=True)
+            raise
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(temporary, 0o666 & ~umask)
+    os.replace(temporary, target.resolve())
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every output path compare writes, judged before the first world runs."""
+    for option, path in (("--record", args.record), ("--details", args.details)):
+        if path:
+            check_output(option, Path(path), args.force)
+    if args.timeline:
+        check_image("--timeline", Path(args.timeline), args.force)
+
+
+def add_output_options(comp: argparse.ArgumentParser) -> None:
+    """compare's outputs: --timeline, --record, --details, --summary and --force."""
+    comp.add_argument(
+        "--timeline", metavar="FILE.png",
+        help="also write a crash timeline of the first seed's world, one panel per check",
+    )
+    comp.add_argument(
+        "--record", metavar="LOOKS.jsonl",
+        help="write every look of every run as Fly Machines API JSON, one look per line",
+    )
+    comp.add_argument(
+        "--details", metavar="FILE.jsonl",
+        help="stream every run's results (each check's looks too) as JSON Lines, one seed a "
+        f"line; --json holds them inline only up to {INLINE_RUNS} runs",
+    )
+    comp.add_argument("--summary", action="store_true",
+                      help="print only the summary (outcome counts), never per-run details")
+    comp.add_argument("--force", action="store_true",
+                      help="write to a device or through a symlink at --record/--timeline/--details")

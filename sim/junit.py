@@ -1,0 +1,136 @@
+"""JUnit XML reports (``--junit FILE``), so CI systems show checks' results natively.
+
+One ``testsuite`` per scenario or recording, one ``testcase`` per check in it, one
+``failure`` per unmet expectation (a scenario's ``[expect]`` entry for the check, or a
+``replay --expect``), with the seeds where it failed in its text. The shape is the one CI
+tools read (Jenkins' and GitLab's JUnit XSD, which pytest also writes): ``testsuites`` >
+``testsuite`` with ``tests``/``failures``/``errors``/``skipped`` counts > ``testcase`` with
+``classname`` and ``name`` > ``failure`` with ``message``. Nothing here times anything: the report of the same
+run is byte-identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim.publish.compare import Comparison
+    from sim.recording import ReplayRow
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One test case: a check in one scenario (or one recorded run), and its unmet expectation."""
+
+    classname: str
+    name: str
+    #: The unmet expectation's one-line message, or None when it held (or none was declared).
+    failure: str | None = None
+    #: The failure's detail (which seeds), shown by CI under the message.
+    detail: str = ""
+    #: What the check concluded, for the CI page (``system-out``).
+    output: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Suite:
+    """The cases of one scenario or one recording."""
+
+    name: str
+    cases: tuple[Case, ...] = field(default_factory=tuple)
+
+
+def add_argument(*parsers: argparse.ArgumentParser) -> None:
+    """Add ``--junit FILE.xml`` to each parser; its folder is checked before anything runs."""
+    for parser in parsers:
+        parser.add_argument("--junit", metavar="FILE.xml", type=report_path,
+                            help="also write a JUnit XML report: a test case per check and "
+                            "scenario (or recorded run), a failure per unmet expectation")
+
+
+def report_path(path: str) -> Path:
+    """The report's path (an argparse type): refused at once if its folder does not exist."""
+    out = Path(path)
+    if out.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a folder, expected a file name")
+    if not out.resolve().parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{path}: folder {out.parent} does not exist")
+    return out
+
+
+def compare_suite(result: Comparison, command: str = "compare") -> Suite:
+    """One case per check of a comparison; a failure where the scenario's [expect] did not hold."""
+    cases = []
+    for check in result.checks:
+        misses = [m for m in result.expectations_failed if m.check == check]
+        runs = result.results_of(check)
+        failure = None
+        if misses:
+            got = Counter(m.outcome for m in misses)
+            failure = (f"expected {misses[0].expected}, got "
+                       f"{', '.join(f'{o} {n}' for o, n in sorted(got.items()))} "
+                       f"in {len(misses)} of {len(runs)} seed(s)")
+        lines = [f"seed {r.seed}: {r.outcome}" + (f" ({r.verdict.reason})" if r.verdict else "")
+                 for r in runs]
+        detail = "\n".join(f"seed {m.seed}: expected {m.expected}, got {m.outcome}" for m in misses)
+        cases.append(Case(f"testbed.{command}.{result.scenario}", check, failure, detail,
+                          "\n".join(lines)))
+    return Suite(result.scenario, tuple(cases))
+
+
+def replay_suite(recording: str, rows: Sequence[ReplayRow], failures: Sequence[str | None]) -> Suite:
+    """One case per recorded run and check; ``failures`` says, per row, its unmet expectation."""
+    stem = Path(recording).stem
+    cases = []
+    for row, failure in zip(rows, failures, strict=True):
+        name = row.check if row.run is None else f"{row.check} [{row.run}]"
+        verdict = row.verdict or "no verdict"
+        cases.append(Case(f"testbed.replay.{stem}", name, failure, output=f"{verdict}: {row.reason}"))
+    return Suite(recording, tuple(cases))
+
+
+def document(suites: Sequence[Suite], name: str = "testbed") -> ET.Element:
+    """The ``testsuites`` element; every count is the number of its children's elements."""
+    root = ET.Element("testsuites", name=name)
+    totals = {"tests": 0, "failures": 0}
+    for suite in suites:
+        failures = sum(c.failure is not None for c in suite.cases)
+        node = ET.SubElement(root, "testsuite", name=suite.name, tests=str(len(suite.cases)),
+                             failures=str(failures), errors="0", skipped="0")
+        for case in suite.cases:
+            element = ET.SubElement(node, "testcase", classname=case.classname, name=case.name)
+            if case.failure is not None:
+                failure = ET.SubElement(element, "failure", message=case.failure, type="expectation")
+                failure.text = case.detail or case.failure
+            if case.output:
+                ET.SubElement(element, "system-out").text = case.output
+        totals["tests"] += len(suite.cases)
+        totals["failures"] += failures
+    root.set("tests", str(totals["tests"]))
+    root.set("failures", str(totals["failures"]))
+    root.set("errors", "0")
+    return root
+
+
+def write(path: Path | None, suites: Sequence[Suite]) -> None:
+    """Write the report atomically (a reader never sees half a file); no path, no report."""
+    if path is None:
+        return
+    tree = ET.ElementTree(document(suites))
+    ET.indent(tree)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.resolve().parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            tree.write(handle, encoding="utf-8", xml_declaration=True)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

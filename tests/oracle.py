@@ -1,0 +1,289 @@
+"""An independent oracle for the ``count`` and ``timestamp`` checks, written apart from ``sim``.
+
+Two small models, each from the rules as documented rather than from the code under test:
+
+1. ``life``: a machine's whole, uncapped event history from a description of its app and
+   platform, by Fly's restart rules (superfly/docs ``machine-restart-policy``: ``no``
+   never restarts; ``always`` restarts whatever the exit code and the machine never reads
+   stopped; ``on-failure`` restarts a non-zero exit, up to ``max_retries`` restarts within
+   a 5-minute window) and an event profile given as plain data (which events each
+   transition writes). Integer milliseconds throughout, no SimPy.
+2. ``decide``: what the layered checks (``checks/layered.py``'s docstring) conclude, from
+   those full histories plus the platform's cap. It never builds a capped event list:
+   "visible at t" is "among the newest ``cap`` of the events written by t", an index
+   range over the full history, and layer 3 is stated over the history itself:
+
+   - ``timestamp`` fails a machine iff it crashed in (look 2, look 3] and the newest such
+     crash is still among the newest ``cap`` events at look 3. (A crash at or before look
+     2 that is still visible at look 3 was visible at look 2 too, since the window only
+     slides forward; so "newest visible crash is newer than look 2's" is exactly this.)
+   - ``count`` fails a machine iff more post-publish crashes sit in the newest-``cap``
+     index range at look 3 than at look 2.
+
+   Beside the checks' verdicts the oracle gives the uncapped truth (``crashed_between``),
+   so a test can say where a check differs from it by design (the cap hides crashes).
+
+Imports: ``checks.model`` data types and the standard library only, never ``sim``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from checks.model import Event
+
+#: One event a transition writes: (type, status, source, carries the exit fields).
+Spec = tuple[str, str, str, bool]
+#: Transition name -> the events it writes, oldest first (the profile as plain data).
+Profile = Mapping[str, Sequence[Spec]]
+
+#: superfly/docs machine-restart-policy: max_retries counts restarts "within a 5-minute window".
+RETRY_WINDOW_MS = 300_000
+#: The exit code of an OOM kill (128 + SIGKILL).
+OOM_EXIT_CODE = 137
+
+
+@dataclass(frozen=True)
+class AppRules:
+    """One machine: how the new release behaves and how the platform restarts it."""
+
+    boot_ms: int
+    #: Exit this long after every start; None: stays up.
+    crash_after_ms: int | None
+    restart_delay_ms: int
+    policy: str  # "no" | "always" | "on-failure"
+    max_retries: int
+    exit_code: int
+    oom: bool
+    #: True: the machine ran a healthy previous image, launched at 0, updated at the publish.
+    updated: bool
+
+
+@dataclass(frozen=True)
+class History:
+    """A machine's whole life: every event in order and every (ms, state) change in order."""
+
+    id: str
+    events: tuple[Event, ...]
+    states: tuple[tuple[int, str], ...]
+
+    def state_at(self, at_ms: int) -> str:
+        """The state after every change at or before ``at_ms`` (the last one wins)."""
+        current = "created"
+        for t, state in self.states:
+            if t > at_ms:
+                break
+            current = state
+        return current
+
+    def written_by(self, at_ms: int) -> int:
+        """How many events were written at or before ``at_ms``."""
+        return sum(1 for e in self.events if e.timestamp <= at_ms)
+
+
+class _Log:
+    """The history being written: events by transition name, and state changes."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.events: list[Event] = []
+        self.states: list[tuple[int, str]] = []
+
+    def write(self, t: int, transition: str,
+              exit_fields: tuple[int, bool, bool, bool, int] | None = None) -> None:
+        for kind, status, source, is_exit in self.profile[transition]:
+            if is_exit:
+                assert exit_fields is not None
+                code, oom, requested, restarting, count = exit_fields
+                self.events.append(
+                    Event(kind, status, t, source, code, oom, requested, restarting, count)
+                )
+            else:
+                self.events.append(Event(kind, status, t, source))
+
+    def enter(self, t: int, state: str) -> None:
+        self.states.append((t, state))
+
+    @property
+    def state(self) -> str:
+        return self.states[-1][1] if self.states else "created"
+
+
+def _publish(log: _Log, app: AppRules, publish_ms: int) -> None:
+    """Up to the release's first boot: the previous image's life and the update, or a launch."""
+    if app.updated:
+        # The previous image: launched at 0, healthy, so started after one boot.
+        log.write(0, "launch")
+        log.enter(0, "starting")
+        if app.boot_ms <= publish_ms:
+            log.write(app.boot_ms, "started")
+            log.enter(app.boot_ms, "started")
+        # The publish: update events, the requested stop of the old process, then boot.
+        log.write(publish_ms, "update")
+        if log.state in ("starting", "started"):
+            log.write(publish_ms, "stop", (0, False, True, False, 0))
+            log.enter(publish_ms, "stopped")
+        log.write(publish_ms, "replaced")
+    else:
+        log.write(publish_ms, "launch")
+    log.enter(publish_ms, "starting")
+
+
+def _restarts(app: AppRules, failed: bool, recent: int) -> bool:
+    """superfly/docs machine-restart-policy, as written there."""
+    if app.policy == "always":
+        return True
+    if app.policy == "no":
+        return False
+    return failed and recent < app.max_retries
+
+
+def life(machine_id: str, app: AppRules, profile: Profile, publish_ms: int,
+         horizon_ms: int) -> History:
+    """The full history of one machine to ``horizon_ms``, by the documented restart rules."""
+    log = _Log(profile)
+    _publish(log, app, publish_ms)
+    t, starts = publish_ms, 0
+    recent: list[int] = []  # times of the restarts still in the retry window
+    while True:
+        t += app.boot_ms
+        if t > horizon_ms:
+            break
+        starts += 1
+        log.write(t, "started")
+        log.enter(t, "started")
+        if app.crash_after_ms is None:
+            break
+        t += app.crash_after_ms
+        if t > horizon_ms:
+            break
+        code = OOM_EXIT_CODE if app.oom else app.exit_code
+        recent = [r for r in recent if r > t - RETRY_WINDOW_MS]
+        restarting = _restarts(app, code != 0 or app.oom, len(recent))
+        log.write(t, "crash", (code, app.oom, False, restarting, starts - 1))
+        # An ``always`` machine never reads stopped (superfly/docs restart-policy).
+        log.enter(t, "starting" if app.policy == "always" else "stopped")
+        if not restarting:
+            break
+        recent.append(t)
+        t += app.restart_delay_ms
+        if t > horizon_ms:
+            break
+        if profile["restart"] or log.state != "starting":
+            log.write(t, "restart")
+            log.enter(t, "starting")
+    return History(machine_id, tuple(log.events), tuple(log.states))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a layered check concludes: ok, the machine it blames, the deciding layer, when."""
+
+    ok: bool
+    machine: str | None
+    layer: str
+    at_ms: int
+    #: Look 2 and look 3 times when the check got that far (layer 3 compares them).
+    look2_ms: int | None = None
+    look3_ms: int | None = None
+
+
+def _visible(h: History, at_ms: int, cap: int) -> range:
+    """Indices into ``h.events`` of the newest ``cap`` events written by ``at_ms``."""
+    n = h.written_by(at_ms)
+    return range(max(0, n - cap), n)
+
+
+def _gave_up(h: History, at_ms: int, cap: int) -> bool:
+    """Stopped, and the newest exit written so far is a visible crash flyd will not restart."""
+    if h.state_at(at_ms) not in ("stopped", "failed"):
+        return False
+    seen = _visible(h, at_ms, cap)
+    exits = [i for i in range(h.written_by(at_ms)) if h.events[i].type == "exit"]
+    return bool(exits) and exits[-1] in seen and h.events[exits[-1]].is_crash and not (
+        h.events[exits[-1]].restarting
+    )
+
+
+def _crashes(h: History, lo_ms: int, hi_ms: int) -> list[int]:
+    """Indices of crash exits written in (lo_ms, hi_ms]."""
+    return [i for i, e in enumerate(h.events) if e.is_crash and lo_ms < e.timestamp <= hi_ms]
+
+
+def crashed_between(h: History, lo_ms: int, hi_ms: int) -> bool:
+    """The uncapped truth: did the machine crash in (lo_ms, hi_ms]?"""
+    return bool(_crashes(h, lo_ms, hi_ms))
+
+
+def _timestamp_fails(h: History, publish_ms: int, t2: int, t3: int, cap: int) -> bool:
+    crashes = _crashes(h, t2, t3)
+    return bool(crashes) and crashes[-1] in _visible(h, t3, cap)
+
+
+def _count_fails(h: History, publish_ms: int, t2: int, t3: int, cap: int) -> bool:
+    def count(at_ms: int) -> int:
+        return sum(1 for i in _visible(h, at_ms, cap)
+                   if h.events[i].is_crash and h.events[i].timestamp >= publish_ms)
+    return count(t3) > count(t2)
+
+
+def _ceil_ms(seconds: float) -> int:
+    # The checks wait whole milliseconds, rounded up, at least one (checks/started.py).
+    return max(1, math.ceil(round(seconds * 1000, 6)))
+
+
+def decide(kind: str, machines: Sequence[History], publish_ms: int, cap: int, *,
+           look_delay_s: float = 5.0, start_timeout_s: float = 60.0, poll_s: float = 1.0
+           ) -> Decision:
+    """The verdict of the ``count`` or ``timestamp`` check over full histories and a cap.
+
+    Looks: at the publish, then every ``poll_s`` until all machines read started (or the
+    start timeout); look 2 ``look_delay_s`` later; look 3 another ``look_delay_s`` later,
+    only if look 2 shows a crash since the publish. A machine the platform gave up on
+    fails any look; a machine not started at look 2 or 3 fails.
+    """
+    fails = {"count": _count_fails, "timestamp": _timestamp_fails}[kind]
+    delay_ms = round(look_delay_s * 1000)
+
+    def given_up(t: int) -> Decision | None:
+        for h in machines:
+            if _gave_up(h, t, cap):
+                return Decision(False, h.id, "gave-up", t)
+        return None
+
+    def not_started(t: int) -> Decision | None:
+        for h in machines:
+            if h.state_at(t) != "started":
+                return Decision(False, h.id, "look-twice", t)
+        return None
+
+    t = publish_ms
+    while True:
+        if found := given_up(t):
+            return found
+        if all(h.state_at(t) == "started" for h in machines):
+            break
+        waited_s = (t - publish_ms) / 1000
+        if waited_s >= start_timeout_s:
+            waiting = next(h for h in machines if h.state_at(t) != "started")
+            return Decision(False, waiting.id, "start-timeout", t)
+        t += _ceil_ms(min(poll_s, start_timeout_s - waited_s))
+    t2 = t + delay_ms
+    if found := given_up(t2) or not_started(t2):
+        return found
+    post_publish = [
+        h for h in machines
+        if any(h.events[i].is_crash and h.events[i].timestamp >= publish_ms
+               for i in _visible(h, t2, cap))
+    ]
+    if not post_publish:
+        return Decision(True, None, "look-twice", t2, t2)
+    t3 = t2 + delay_ms
+    if found := given_up(t3) or not_started(t3):
+        return Decision(found.ok, found.machine, found.layer, t3, t2, t3)
+    for h in machines:
+        if fails(h, publish_ms, t2, t3, cap):
+            return Decision(False, h.id, "crashes-since-publish", t3, t2, t3)
+    return Decision(True, None, "crashes-since-publish", t3, t2, t3)

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Build the wheel, install it into a fresh venv outside the checkout, and run every command
+# there from a temporary folder: what a user of `pip install` gets (issue 13).
+# Usage: tools/wheel_smoke.sh PYTHON   (make wheel-smoke passes the project's .venv python)
+set -euo pipefail
+
+python=${1:-python3}
+checkout=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/testbed-wheel-smoke.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+started=$SECONDS
+
+step() { printf "\n== %s (at %d s)\n" "$*" "$((SECONDS - started))" >&2; }
+fail() { printf 'wheel-smoke: %s\n' "$*" >&2; exit 1; }
+
+step "build the wheel"
+"$python" -m pip wheel --quiet --no-deps --wheel-dir "$work/dist" "$checkout" 2>"$work/build.log" \
+  || { cat "$work/build.log" >&2; fail "the wheel did not build"; }
+wheel=$(ls "$work"/dist/*.whl)
+echo "$(basename "$wheel")" >&2
+
+step "a fresh venv, the wheel and its pinned dependencies (no extras)"
+# --without-pip, and the project's pip installs into it (--python): 10 s less than ensurepip.
+"$python" -m venv --without-pip "$work/venv"
+"$python" -m pip --python "$work/venv/bin/python" install --quiet -c "$checkout/constraints.txt" "$wheel"
+testbed=$work/venv/bin/testbed
+
+# From here on nothing may come from the checkout: a folder of its own, no PYTHONPATH.
+mkdir "$work/cwd" && cd "$work/cwd"
+unset PYTHONPATH TESTBED_SCENARIOS
+where=$("$work/venv/bin/python" -c 'import sim; print(sim.__file__)')
+case $where in "$work"/venv/*) ;; *) fail "sim imported from $where, not the venv" ;; esac
+
+run() { printf '$ testbed %s\n' "$*" >&2; "$testbed" "$@"; }
+expect_exit() {  # expect_exit STATUS ARGS...: the command must end with STATUS
+  local want=$1; shift
+  printf '$ testbed %s   (exit %s expected)\n' "$*" "$want" >&2
+  set +e; "$testbed" "$@"; local got=$?; set -e
+  [ "$got" = "$want" ] || fail "testbed $*: exit $got, expected $want"
+}
+
+step "commands"
+run --version
+run list | tee list.txt
+grep -q 'sept25-crash-loop' list.txt || fail "testbed list: no sept25-crash-loop"
+grep -q 'fixed' list.txt || fail "testbed list: no rollout 'fixed'"
+run list --profiles --json > profiles.json
+run compare sept25-crash-loop
+run checks --runs 2
+cat > small-sweep.toml <<'TOML'
+name = "small"
+scenario = "sept25-crash-loop"
+checks = ["count", "timestamp"]
+seeds = 1
+[axes]
+"release.crash_after_s" = [2.5, 8.0]
+TOML
+run sweep small-sweep.toml --workers 1 --no-progress --out small.csv
+[ -s small.csv ] || fail "testbed sweep wrote no rows"
+run series sept25-three-publishes
+run rollout fixed --runs 2
+run lint-timing fixed
+run compare sept25-crash-loop --record looks.jsonl > /dev/null
+run replay looks.jsonl --expect count=pass --expect timestamp=fail --junit replay.xml
+grep -q '<testsuites' replay.xml || fail "replay --junit wrote no report"
+expect_exit 1 hunt --check count --budget 20 --out found --no-progress
+ls found/*.toml > /dev/null || fail "testbed hunt wrote no scenario file"
+expect_exit 2 compare no-such-scenario
+
+printf '\nwheel-smoke: ok in %d s (%s)\n' "$((SECONDS - started))" "$(basename "$wheel")" >&2
