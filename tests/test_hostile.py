@@ -614,3 +614,25 @@ def test_summary_prints_the_counts_alone(capsys: pytest.CaptureFixture[str]) -> 
     out = capsys.readouterr().out
     assert "1 seeds (1…1)" in out
     assert "mean decide" in out
+
+
+SLOW_COMMAND = '''import sys, time
+for line in sys.stdin:
+    time.sleep(1.0)  # answers, but after the driver's limit
+    print('{"wait": 1}', flush=True)
+'''
+
+
+def test_a_command_check_cut_by_the_limit_is_error_in_every_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--check-timeout below a --check-cmd's own timeout: each run ends as error, in time."""
+    monkeypatch.chdir(tmp_path)
+    Path("slow.py").write_text(SLOW_COMMAND)
+    code = main(["compare", SCENARIO, "--runs", "2", "--json", "--check-timeout", "0.3",
+                 "--check-cmd", f"{sys.executable} slow.py", "--check-cmd-name", "slow"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    results = [r for run in doc["runs"] for r in run["results"]]
+    assert [r["outcome"] for r in results] == ["error", "error"]
+    assert all("0.3 s" in r["reason"] for r in results), results

@@ -127,6 +127,11 @@ class CommandCheck:
             self._stop(grace_s=0)
             message = f"{where}: {error}" + (f"; stderr: {tail}" if tail else "")
             raise ExternalCheckError(message) from None
+        except BaseException:
+            # Cut short mid-exchange (the driver's --check-timeout, Ctrl-C): the child may
+            # still answer this request, so it must not serve the next one.
+            self._stop(grace_s=0)
+            raise
 
     def _stop(self, grace_s: float) -> None:
         if self._child is not None:
