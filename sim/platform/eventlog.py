@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 from checks import Event
+from sim.platform.profiles import Spec
 
 # An event as the machine records it: ``Event``'s fields in order (timestamp in platform
 # ms). It becomes an ``Event`` only if a look reads it, and then only once, with one
@@ -43,10 +45,27 @@ class EventLog:
         self._events.append(record)
         self.appended += 1
 
-    def entries(self) -> deque[Event | Record]:
-        """The list itself, for the machine's hot loop: it appends records and adds to
-        ``appended`` itself (two operations instead of a call to ``record`` per event)."""
-        return self._events
+    def write(
+        self,
+        specs: tuple[Spec, ...],
+        stamp: int,
+        exit_fields: tuple[Any, ...],
+        keep: list[Event] | None = None,
+    ) -> None:
+        """Record the events of one transition at ``stamp`` (platform ms), as records.
+
+        ``exit_fields`` fill an exit's fields; ``keep`` (a trace) also gets each as an Event.
+        """
+        events = self._events
+        for kind, status, source, is_exit in specs:
+            if is_exit:
+                record: Record = (kind, status, stamp, source, *exit_fields)
+            else:
+                record = (kind, status, stamp, source, None, False, False, False, 0)
+            events.append(record)
+            if keep is not None:
+                keep.append(Event(*record))
+        self.appended += len(specs)
 
     def event(self, record: Record) -> Event:
         """The ``Event`` a record stands for."""

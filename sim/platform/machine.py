@@ -55,8 +55,8 @@ class Machine:
 
     # Slots: a world builds a Machine per machine per run, and its life reads these.
     __slots__ = (
-        "_process", "all_events", "crashes", "env", "history", "id", "image", "log",
-        "on_state", "platform", "profile", "restarts_total", "rng", "state",
+        "_process", "_spare_draw", "all_events", "crashes", "env", "history", "id", "image",
+        "log", "on_state", "platform", "profile", "restarts_total", "rng", "state",
     )
 
     def __init__(
@@ -84,6 +84,8 @@ class Machine:
         #: The platform's monotonic restart counter (exposed only if the rules say so).
         self.restarts_total = 0
         self._process: simpy.Process | None = None
+        #: A boot's jitter draw that no boot used (see ``_life``): the next boot takes it.
+        self._spare_draw: float | None = None
         #: With ``trace``: every (time, state) change and every event, uncapped, for plots.
         self.history: list[tuple[float, str]] | None = [] if trace else None
         self.all_events: list[Event] | None = [] if trace else None
@@ -166,39 +168,23 @@ class Machine:
         self._process = self.env.process(self._life(image))
 
     def _set_state(self, state: str) -> None:
-        self.state = state
-        if self.history is not None:
-            self.history.append((self.env.now, state))
-        if self.on_state is not None:
-            self.on_state(self)
+        self._change(state, ())
 
     def _write(self, specs: tuple[Spec, ...], exit_fields: tuple[Any, ...] = ()) -> None:
         """Append the events of one transition: ``exit_fields`` fill an exit's fields.
 
         ``exit_fields`` is (exit_code, oom_killed, requested_stop, restarting, restart_count).
         """
-        stamp = self.platform.epoch_ms + round(self.env.now * 1000)
-        log = self.log
-        for kind, status, source, is_exit in specs:
-            if is_exit:
-                record = (kind, status, stamp, source, *exit_fields)
-            else:
-                record = (kind, status, stamp, source, None, False, False, False, 0)
-            if self.all_events is None:
-                log.entries().append(record)  # log.record(record) without its call
-                log.appended += 1
-            else:
-                event = Event(*record)
-                log.append(event)
-                self.all_events.append(event)
+        self.log.write(specs, self.now_ms(), exit_fields, self.all_events)
 
     def _change(self, state: str, specs: tuple[Spec, ...], exit_fields: tuple[Any, ...] = ()) -> None:
         """One transition of the life: write its events, then enter ``state``.
 
-        (One call per transition: the life makes three a crash cycle, so calls count.)
+        (``_write`` inlined: the life makes two or three transitions a crash, so calls count.)
         """
         if specs:
-            self._write(specs, exit_fields)
+            stamp = self.platform.epoch_ms + round(self.env.now * 1000)
+            self.log.write(specs, stamp, exit_fields, self.all_events)
         self.state = state
         if self.history is not None:
             self.history.append((self.env.now, state))
@@ -210,6 +196,7 @@ class Machine:
         env = self.env
         platform = self.platform
         profile = self.profile
+        change = self._change
         app = image.app
         rng = self.rng
         jitter = platform.jitter
@@ -217,18 +204,37 @@ class Machine:
         # arithmetic inline, without a Python-level call per draw (two a cycle).
         random, low, span = rng.random, -jitter, 2 * jitter
         boot = behavior.boot_s(app, platform.boot_s)
+        delay = platform.restart_delay_s
+        policy = platform.restart_policy
+        # Only on-failure counts restarts: those within its window (0: the whole life).
         window = platform.retry_window_s
-        restart_times: deque[float] = deque()
-        starts = 0
+        counted: deque[float] | None = deque() if policy == "on-failure" else None
+        # Under ``always`` a crashed machine already reads starting; if its profile writes
+        # nothing at the restart either, nobody can see the restart happen, and the
+        # restart delay and the next boot are one wait: one SimPy event fewer a crash.
+        # The jitter of that boot is then drawn at the crash, not after the delay (the
+        # same draw: the machine's stream has no other reader); see ``_spare_draw``.
+        quiet_restart = policy == "always" and not profile.restart
         # A crash loop (the same exit every start) draws its jitter here; other
         # behaviours ask ``next_exit`` per start.
         steady = behavior.steady_exit(app)
-        policy = platform.restart_policy
+        starts = 0
+        restart_at = -1.0  # when a quiet restart's delay ends: the next boot begins then
+        drawn = self._spare_draw
+        self._spare_draw = None
+        if drawn is None:
+            drawn = random() if jitter else 0.0
         try:
             while True:
-                yield env.timeout(boot * (1.0 + (low + span * random())) if jitter else boot)
+                booting = boot * (1.0 + (low + span * drawn))
+                if restart_at < 0:
+                    yield env.timeout(booting)
+                else:
+                    # The boot ends at the float instant a separate restart event would
+                    # give (``restart_at + booting``), not at ``now + (delay + booting)``.
+                    yield env.timeout(restart_at + booting - env.now)
                 starts += 1
-                self._change("started", profile.started)
+                change("started", profile.started)
                 if steady is not None:
                     base, exit_code, oom_killed = steady
                     after = base * (1.0 + (low + span * random()))
@@ -242,24 +248,33 @@ class Machine:
                 now = env.now
                 if exit_code != 0 or oom_killed:
                     self.crashes.append((now, image.ref))
-                if window:
-                    while restart_times and restart_times[0] <= now - window:
-                        restart_times.popleft()
-                restarting = restarts(
-                    policy, exit_code, oom_killed, len(restart_times), platform.max_retries
-                )
+                recent = 0
+                if counted is not None:
+                    if window:
+                        while counted and counted[0] <= now - window:
+                            counted.popleft()
+                    recent = len(counted)
+                restarting = restarts(policy, exit_code, oom_killed, recent, platform.max_retries)
                 # superfly/docs restart-policy: ``always`` never lets the machine enter stopped.
-                self._change(
+                change(
                     "starting" if policy == "always" else "stopped",
                     profile.crash,
                     (exit_code, oom_killed, False, restarting, starts - 1),
                 )
                 if not restarting:
                     return  # gave up (or policy no, or a clean exit): stays stopped
-                restart_times.append(now)
+                if counted is not None:
+                    counted.append(now)
                 self.restarts_total += 1
-                yield env.timeout(platform.restart_delay_s)
-                if profile.restart or self.state != "starting":
-                    self._change("starting", profile.restart)
+                if quiet_restart:
+                    restart_at = now + delay
+                else:
+                    yield env.timeout(delay)
+                    change("starting", profile.restart)
+                drawn = random() if jitter else 0.0
         except simpy.Interrupt:
+            if jitter and env.now < restart_at:
+                # Stopped inside a quiet restart's delay: the boot drawn for never began.
+                # The next boot takes the draw, as it would have made it itself.
+                self._spare_draw = drawn
             return

@@ -45,16 +45,24 @@ class Site:
         self.segments: list[tuple[float, str]] = [(env.now, self._outcome())]
 
     def machine_changed(self, machine: Machine) -> None:
-        """Hook for machines: keep the set of started machines and the timeline current."""
+        """Hook for machines: keep the set of started machines and the timeline current.
+
+        Machines call it on every state change; only a change in whether any machine
+        reads started can change the outcome, so the others return early.
+        """
         started = self._started
         if machine.state == "started":
+            if started:
+                started.add(machine.id)
+                return
             started.add(machine.id)
+        elif machine.id in started:
+            started.remove(machine.id)
+            if started:
+                return
         else:
-            started.discard(machine.id)
-        # _mark, inlined: machines call this on every state change.
-        outcome = NOT_FOUND if self.live is None else (SERVED if started else BAD_GATEWAY)
-        if outcome != self.segments[-1][1]:
-            self.segments.append((self.env.now, outcome))
+            return
+        self._mark()
 
     def set_live(self, release: str | None) -> None:
         """Mark a release live (or none: the site serves 404)."""
