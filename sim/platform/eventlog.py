@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
 from typing import Any
 
 from checks import Event
@@ -28,17 +29,21 @@ class EventLog:
         if cap < 1:
             raise ValueError(f"event_log_cap must be at least 1, got {cap}")
         self.cap = cap
-        # An entry is an Event or a Record: a record becomes an Event only when a look
-        # reads the list, so a crash loop nobody looks at builds no Event objects.
-        self._events: deque[Event | Record] = deque(maxlen=cap)
+        # Every entry is a Record: it becomes an Event only when a look reads the list,
+        # so a crash loop nobody looks at builds no Event objects.
+        self._events: deque[Record] = deque(maxlen=cap)
         self.appended = 0
         self._view: tuple[Event, ...] = ()
         self._view_at = 0
 
     def append(self, event: Event) -> None:
         """Record an event; the oldest falls off once the list holds ``cap``."""
-        self._events.append(event)
-        self.appended += 1
+        self.record(
+            (
+                event.type, event.status, event.timestamp, event.source, event.exit_code,
+                event.oom_killed, event.requested_stop, event.restarting, event.restart_count,
+            )
+        )
 
     def record(self, record: Record) -> None:
         """Record an event given as a ``Record`` (the ``Event`` is built when first read)."""
@@ -67,10 +72,6 @@ class EventLog:
                 keep.append(Event(*record))
         self.appended += len(specs)
 
-    def event(self, record: Record) -> Event:
-        """The ``Event`` a record stands for."""
-        return Event(*record)
-
     @property
     def dropped(self) -> int:
         """How many events fell off the list so far."""
@@ -86,13 +87,11 @@ class EventLog:
         if new:
             events = self._events
             kept = len(events) - new
-            fresh = [events[-i] for i in range(1, (new if kept > 0 else len(events)) + 1)]
-            view = tuple(
-                [e if type(e) is Event else Event(*e) for e in fresh]  # type: ignore[misc]
-            )
             if kept > 0:
-                view += self._view[:kept]
-            self._view = view
+                fresh = [Event(*record) for record in islice(reversed(events), new)]
+                self._view = tuple(fresh) + self._view[:kept]
+            else:
+                self._view = tuple([Event(*record) for record in reversed(events)])
             self._view_at = self.appended
         return self._view
 

@@ -55,8 +55,9 @@ class Machine:
 
     # Slots: a world builds a Machine per machine per run, and its life reads these.
     __slots__ = (
-        "_process", "_spare_draw", "all_events", "crashes", "env", "history", "id", "image",
-        "log", "on_state", "platform", "profile", "restarts_total", "rng", "state",
+        "_process", "_spare_draw", "all_events", "crash_images", "crash_times", "env",
+        "history", "id", "image", "log", "on_state", "platform", "profile", "restarts_total",
+        "rng", "state",
     )
 
     def __init__(
@@ -78,9 +79,13 @@ class Machine:
         self.state = "created"
         self.image: Image | None = None
         self.log = EventLog(platform.event_log_cap)
-        #: Every crash ever, uncapped: (time, image ref); what the reconciler and the
-        #: ground truth see.
-        self.crashes: list[tuple[float, str]] = []
+        #: Every crash ever, uncapped: its time and the image ref that crashed; what the
+        #: reconciler and the ground truth see. Two lists, not one of tuples: floats and
+        #: shared strings are nothing the cyclic collector walks, where a tuple per crash
+        #: is (190,000 in the 1,000-machine benchmark; measured: the collection after
+        #: such a run 0.2 s -> ~0 s).
+        self.crash_times: list[float] = []
+        self.crash_images: list[str] = []
         #: The platform's monotonic restart counter (exposed only if the rules say so).
         self.restarts_total = 0
         self._process: simpy.Process | None = None
@@ -89,6 +94,11 @@ class Machine:
         #: With ``trace``: every (time, state) change and every event, uncapped, for plots.
         self.history: list[tuple[float, str]] | None = [] if trace else None
         self.all_events: list[Event] | None = [] if trace else None
+
+    @property
+    def crashes(self) -> list[tuple[float, str]]:
+        """Every crash ever, uncapped, as (time, image ref) pairs."""
+        return list(zip(self.crash_times, self.crash_images, strict=True))
 
     def now_ms(self) -> int:
         """The platform clock in integer milliseconds."""
@@ -198,6 +208,7 @@ class Machine:
         profile = self.profile
         change = self._change
         app = image.app
+        ref = image.ref
         rng = self.rng
         jitter = platform.jitter
         # rng.uniform(-jitter, jitter) is ``a + (b - a) * random()``: the same draw and
@@ -206,6 +217,9 @@ class Machine:
         boot = behavior.boot_s(app, platform.boot_s)
         delay = platform.restart_delay_s
         policy = platform.restart_policy
+        max_retries = platform.max_retries
+        # superfly/docs restart-policy: ``always`` never lets the machine enter stopped.
+        crashed_state = "starting" if policy == "always" else "stopped"
         # Only on-failure counts restarts: those within its window (0: the whole life).
         window = platform.retry_window_s
         counted: deque[float] | None = deque() if policy == "on-failure" else None
@@ -218,6 +232,7 @@ class Machine:
         # A crash loop (the same exit every start) draws its jitter here; other
         # behaviours ask ``next_exit`` per start.
         steady = behavior.steady_exit(app)
+        base, exit_code, oom_killed = steady if steady is not None else (0.0, 0, False)
         starts = 0
         restart_at = -1.0  # when a quiet restart's delay ends: the next boot begins then
         drawn = self._spare_draw
@@ -236,7 +251,6 @@ class Machine:
                 starts += 1
                 change("started", profile.started)
                 if steady is not None:
-                    base, exit_code, oom_killed = steady
                     after = base * (1.0 + (low + span * random()))
                 else:
                     ended = behavior.next_exit(app, starts, rng, jitter)
@@ -247,17 +261,17 @@ class Machine:
                 yield env.timeout(after)
                 now = env.now
                 if exit_code != 0 or oom_killed:
-                    self.crashes.append((now, image.ref))
+                    self.crash_times.append(now)
+                    self.crash_images.append(ref)
                 recent = 0
                 if counted is not None:
                     if window:
                         while counted and counted[0] <= now - window:
                             counted.popleft()
                     recent = len(counted)
-                restarting = restarts(policy, exit_code, oom_killed, recent, platform.max_retries)
-                # superfly/docs restart-policy: ``always`` never lets the machine enter stopped.
+                restarting = restarts(policy, exit_code, oom_killed, recent, max_retries)
                 change(
-                    "starting" if policy == "always" else "stopped",
+                    crashed_state,
                     profile.crash,
                     (exit_code, oom_killed, False, restarting, starts - 1),
                 )

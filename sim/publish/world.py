@@ -274,11 +274,11 @@ def _reconciler(world: _World) -> Generator[Any, Any, None]:
     """
     env = world.env
     interval = world.scenario.reconciler.interval_s
-    seen = [len(m.crashes) for m in world.machines]
+    seen = [len(m.crash_times) for m in world.machines]
     while True:
         yield env.timeout(interval - env.now % interval)
-        crashed = [len(m.crashes) > n for m, n in zip(world.machines, seen, strict=True)]
-        seen = [len(m.crashes) for m in world.machines]
+        crashed = [len(m.crash_times) > n for m, n in zip(world.machines, seen, strict=True)]
+        seen = [len(m.crash_times) for m in world.machines]
         if any(crashed) or any(m.state in DOWN_STATES for m in world.machines):
             world.site.set_live(None)
             world.late_failure_at_s = env.now - world.publish_at_s
@@ -290,7 +290,11 @@ def release_crashes(world: _World) -> bool:
     """Ground truth: did any machine crash while running the new release after the publish?"""
     ref = world.release.ref
     at = world.publish_at_s
-    return any(t >= at and image == ref for m in world.machines for t, image in m.crashes)
+    return any(
+        t >= at and image == ref
+        for m in world.machines
+        for t, image in zip(m.crash_times, m.crash_images, strict=True)
+    )
 
 
 def ground_truth(scenario: Scenario, seed: int) -> bool:
@@ -308,9 +312,8 @@ def ground_truth(scenario: Scenario, seed: int) -> bool:
         if hook is not None:
             hook(machine)
         # Only the machine that changed can have a new crash: no scan of the whole fleet.
-        if not first_crash.triggered and machine.crashes:
-            t, image = machine.crashes[-1]
-            if image == ref and t >= at:
+        if not first_crash.triggered and machine.crash_times:
+            if machine.crash_images[-1] == ref and machine.crash_times[-1] >= at:
                 first_crash.succeed()
 
     for machine in world.machines:
@@ -352,6 +355,11 @@ def _result(world: _World, check: Check, bad: bool, trace: bool) -> RunResult:
     tally = world.site.tally(
         world.publish_at_s, scenario.horizon_s, scenario.traffic.rps, world.traffic_seed
     )
+    looks = tuple(world.looks)
+    # The world ends in reference cycles (SimPy processes and their machines) that only
+    # the cyclic collector frees; the looks leave it, so a caller that drops the result
+    # frees them at once (see ``gc_paused``).
+    world.looks.clear()
     return RunResult(
         check=check_name(check),
         seed=world.seed,
@@ -360,7 +368,7 @@ def _result(world: _World, check: Check, bad: bool, trace: bool) -> RunResult:
         rollback=world.rollback,
         late_failure_at_s=world.late_failure_at_s,
         site=tally,
-        looks=tuple(world.looks),
+        looks=looks,
         bad=bad,
         error=world.error,
         error_detail=world.error_detail,
@@ -378,7 +386,7 @@ def run(
     settled. The ground truth is the oracle's (``ground_truth``) unless the run itself
     saw the release crash before any rollback, which the oracle would have seen too.
     """
-    with gc_paused():  # the world is garbage once the run returns: collected with the rest
+    with gc_paused():
         world = _simulate(scenario, seed, check, trace)
         if bad is None:
             bad = world.proved_bad or ground_truth(scenario, seed)
