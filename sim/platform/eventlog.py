@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections import deque
 from itertools import islice
-from typing import Any
 
 from checks import Event
-from sim.platform.profiles import Spec
 
 # An event as the machine records it: ``Event``'s fields in order (timestamp in platform
 # ms). It becomes an ``Event`` only if a look reads it, and then only once, with one
@@ -23,15 +21,17 @@ RECORD_FIELDS = (
 class EventLog:
     """The newest ``cap`` events of one machine; older ones are dropped and counted."""
 
-    __slots__ = ("_events", "_view", "_view_at", "appended", "cap")
+    __slots__ = ("_view", "_view_at", "appended", "cap", "records")
 
     def __init__(self, cap: int) -> None:
         if cap < 1:
             raise ValueError(f"event_log_cap must be at least 1, got {cap}")
         self.cap = cap
-        # Every entry is a Record: it becomes an Event only when a look reads the list,
-        # so a crash loop nobody looks at builds no Event objects.
-        self._events: deque[Record] = deque(maxlen=cap)
+        #: The list itself, oldest first. Every entry is a Record: it becomes an Event only
+        #: when a look reads the list, so a crash loop nobody looks at builds no Events.
+        #: The machine appends to it directly and adds to ``appended`` (no call per event).
+        self.records: deque[Record] = deque(maxlen=cap)
+        #: How many events were ever recorded.
         self.appended = 0
         self._view: tuple[Event, ...] = ()
         self._view_at = 0
@@ -47,35 +47,13 @@ class EventLog:
 
     def record(self, record: Record) -> None:
         """Record an event given as a ``Record`` (the ``Event`` is built when first read)."""
-        self._events.append(record)
+        self.records.append(record)
         self.appended += 1
-
-    def write(
-        self,
-        specs: tuple[Spec, ...],
-        stamp: int,
-        exit_fields: tuple[Any, ...],
-        keep: list[Event] | None = None,
-    ) -> None:
-        """Record the events of one transition at ``stamp`` (platform ms), as records.
-
-        ``exit_fields`` fill an exit's fields; ``keep`` (a trace) also gets each as an Event.
-        """
-        events = self._events
-        for kind, status, source, is_exit in specs:
-            if is_exit:
-                record: Record = (kind, status, stamp, source, *exit_fields)
-            else:
-                record = (kind, status, stamp, source, None, False, False, False, 0)
-            events.append(record)
-            if keep is not None:
-                keep.append(Event(*record))
-        self.appended += len(specs)
 
     @property
     def dropped(self) -> int:
         """How many events fell off the list so far."""
-        return self.appended - len(self._events)
+        return self.appended - len(self.records)
 
     def newest_first(self) -> tuple[Event, ...]:
         """The visible events as the API returns them: newest first.
@@ -85,7 +63,7 @@ class EventLog:
         """
         new = self.appended - self._view_at
         if new:
-            events = self._events
+            events = self.records
             kept = len(events) - new
             if kept > 0:
                 fresh = [Event(*record) for record in islice(reversed(events), new)]
@@ -96,4 +74,4 @@ class EventLog:
         return self._view
 
     def __len__(self) -> int:
-        return len(self._events)
+        return len(self.records)
