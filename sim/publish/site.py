@@ -48,7 +48,9 @@ class Site:
         """Hook for machines: keep the set of started machines and the timeline current.
 
         Machines call it on every state change; only a change in whether any machine
-        reads started can change the outcome, so the others return early.
+        reads started can change the outcome, so the others return early, and a change
+        that does marks the timeline here (``_mark`` inlined: in a one-machine crash loop
+        that is every start and every crash).
         """
         started = self._started
         if machine.state == "started":
@@ -56,13 +58,17 @@ class Site:
                 started.add(machine.id)
                 return
             started.add(machine.id)
+            outcome = NOT_FOUND if self.live is None else SERVED
         elif machine.id in started:
             started.remove(machine.id)
             if started:
                 return
+            outcome = NOT_FOUND if self.live is None else BAD_GATEWAY
         else:
             return
-        self._mark()
+        segments = self.segments
+        if outcome != segments[-1][1]:
+            segments.append((self.env.now, outcome))
 
     def set_live(self, release: str | None) -> None:
         """Mark a release live (or none: the site serves 404)."""

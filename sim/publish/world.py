@@ -148,8 +148,10 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> _World:
     release = Image(scenario.release.image, scenario.release)
     site = Site(env, live="previous" if previous else None)
     width = len(str(scenario.release.machines))
+    # The world's listeners (the site, fly-proxy's autostart, the oracle's watch) ignore a
+    # restart's stopped -> starting: a restart that writes no event can stay untold.
     machines = [
-        Machine(env, f"m{i:0{width}d}", scenario.platform, rng, trace=trace)
+        Machine(env, f"m{i:0{width}d}", scenario.platform, rng, trace=trace, quiet_restarts=True)
         for i, rng in enumerate(machine_rngs, start=1)
     ]
     world = _World(scenario, seed, env, machines, site, traffic_seed, proxy_seed, previous, release)
