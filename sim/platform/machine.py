@@ -20,6 +20,7 @@ from checks import Event, MachineSnapshot
 from sim.platform import behavior
 from sim.platform.eventlog import EventLog, Record
 from sim.platform.profiles import PROFILES, Spec
+from sim.platform.serving import Serving
 from sim.scenario import AppTable, PlatformTable, RestartPolicy
 
 
@@ -54,13 +55,13 @@ _NEVER = float("inf")
 
 
 class Machine:
-    """One machine of the app; ``on_state`` is told of every state change (the site)."""
+    """One machine of the app; ``on_state`` is told of every state change, ``serving`` of starts."""
 
     # Slots: a world builds a Machine per machine per run, and its life reads these.
     __slots__ = (
         "_process", "_restart_at", "_spare_draw", "_state", "all_events", "crash_images",
         "crash_times", "env", "history", "id", "image", "log", "on_state", "platform", "profile",
-        "quiet_restarts", "restarts_total", "rng",
+        "quiet_restarts", "restarts_total", "rng", "serving",
     )
 
     def __init__(
@@ -71,6 +72,7 @@ class Machine:
         rng: random.Random,
         *,
         on_state: Callable[[Machine], None] | None = None,
+        serving: Serving | None = None,
         trace: bool = False,
         quiet_restarts: bool = False,
     ) -> None:
@@ -80,6 +82,9 @@ class Machine:
         self.profile = PROFILES[platform.events]
         self.rng = rng
         self.on_state = on_state
+        #: The app's count of started machines, kept current as this one enters and
+        #: leaves started (fly-proxy's view; the site's).
+        self.serving = serving
         #: May a restart that writes no event be left untold (see ``_life``)? Only if
         #: ``on_state`` does not need to hear of a restart's stopped -> starting.
         self.quiet_restarts = quiet_restarts and not trace
@@ -228,8 +233,14 @@ class Machine:
             log.appended += len(specs)
         if state is None:
             return
+        was = self._state
         self._state = state
         self._restart_at = _NEVER  # a change ends any quiet restart (the life's next one)
+        if self.serving is not None and (state == "started") is not (was == "started"):
+            if state == "started":
+                self.serving.enter()
+            else:
+                self.serving.leave()
         if self.history is not None:
             self.history.append((self.env.now, state))
         if self.on_state is not None:

@@ -148,21 +148,23 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> _World:
     release = Image(scenario.release.image, scenario.release)
     site = Site(env, live="previous" if previous else None)
     width = len(str(scenario.release.machines))
-    # The world's listeners (the site, fly-proxy's autostart, the oracle's watch) ignore a
-    # restart's stopped -> starting: a restart that writes no event can stay untold.
+    # The world's listeners (fly-proxy's autostart, the oracle's watch) ignore a restart's
+    # stopped -> starting: a restart that writes no event can stay untold.
     machines = [
-        Machine(env, f"m{i:0{width}d}", scenario.platform, rng, trace=trace, quiet_restarts=True)
+        Machine(
+            env, f"m{i:0{width}d}", scenario.platform, rng,
+            serving=site.started, trace=trace, quiet_restarts=True,
+        )
         for i, rng in enumerate(machine_rngs, start=1)
     ]
     world = _World(scenario, seed, env, machines, site, traffic_seed, proxy_seed, previous, release)
-    hook = site.machine_changed
     if scenario.traffic.autostart and scenario.traffic.rps > 0:
-        def hook(machine: Machine) -> None:
-            site.machine_changed(machine)
+        def autostart(machine: Machine) -> None:
             if machine.state == "stopped":
                 _on_stopped(world)
-    for machine in machines:
-        machine.on_state = hook
+
+        for machine in machines:
+            machine.on_state = autostart
     return world
 
 
