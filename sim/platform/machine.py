@@ -220,14 +220,13 @@ class Machine:
         if specs:
             stamp = self.platform.epoch_ms + round(self.env.now * 1000)
             log = self.log
-            records = log.records
             keep = self.all_events
             for kind, status, source, is_exit in specs:
                 if is_exit:
-                    record: Record = (kind, status, stamp, source, *exit_fields)
+                    record: Record = (kind, status, stamp, source) + exit_fields
                 else:
                     record = (kind, status, stamp, source, None, False, False, False, 0)
-                records.append(record)
+                log.records.append(record)
                 if keep is not None:
                     keep.append(Event(*record))
             log.appended += len(specs)
@@ -236,11 +235,13 @@ class Machine:
         was = self._state
         self._state = state
         self._restart_at = _NEVER  # a change ends any quiet restart (the life's next one)
-        if self.serving is not None and (state == "started") is not (was == "started"):
-            if state == "started":
-                self.serving.enter()
-            else:
-                self.serving.leave()
+        serving = self.serving
+        if serving is not None:
+            up = state == "started"
+            if up is not (was == "started"):
+                serving.count += 1 if up else -1
+                if serving.count == up:  # 1 after the first start, 0 after the last stop
+                    serving.changed()
         if self.history is not None:
             self.history.append((self.env.now, state))
         if self.on_state is not None:
@@ -263,6 +264,7 @@ class Machine:
         delay = platform.restart_delay_s
         policy = platform.restart_policy
         max_retries = platform.max_retries
+        started_events, crash_events = profile.started, profile.crash
         # superfly/docs restart-policy: ``always`` never lets the machine enter stopped.
         crashed_state = "starting" if policy == "always" else "stopped"
         # Only on-failure counts restarts: those within its window (0: the whole life).
@@ -298,7 +300,7 @@ class Machine:
                     # give (``restart_at + booting``), not at ``now + (delay + booting)``.
                     yield env.timeout(restart_at + booting - env.now)
                 starts += 1
-                change("started", profile.started)
+                change("started", started_events)
                 if steady is not None:
                     after = base * (1.0 + (low + span * random()))
                 else:
@@ -321,7 +323,7 @@ class Machine:
                 restarting = restarts(policy, exit_code, oom_killed, recent, max_retries)
                 change(
                     crashed_state,
-                    profile.crash,
+                    crash_events,
                     (exit_code, oom_killed, False, restarting, starts - 1),
                 )
                 if not restarting:

@@ -61,7 +61,11 @@ class Site:
         return SERVED if self.started.count else BAD_GATEWAY
 
     def _mark(self) -> None:
-        outcome = self._outcome()
+        # ``_outcome`` inlined: in a one-machine crash loop this runs at every start and crash.
+        if self.live is None:
+            outcome = NOT_FOUND
+        else:
+            outcome = SERVED if self.started.count else BAD_GATEWAY
         if outcome != self.segments[-1][1]:
             self.segments.append((self.env.now, outcome))
 
