@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class _Rekeyed:
     def keyed(self, seed: int) -> np.random.Generator:
         """The generator at the start of ``seed``'s stream (call with ``lock`` held)."""
         key = seed & _KEY_MASK
-        self._bits.state = {
+        state: dict[str, Any] = {
             "bit_generator": "Philox",
             "state": {"counter": [0, 0, 0, 0], "key": [key & (2**64 - 1), key >> 64]},
             "buffer": [0, 0, 0, 0],
@@ -51,6 +52,7 @@ class _Rekeyed:
             "has_uint32": 0,
             "uinteger": 0,
         }
+        self._bits.state = cast(Any, state)  # numpy types it as arrays; lists work
         return self._rng
 
 

@@ -54,6 +54,17 @@ def restarts(
 _NEVER = float("inf")
 
 
+def _recent(restarted: deque[float], now: float, window: float) -> int:
+    """How many of the restart times in ``restarted`` lie within ``window`` before ``now``.
+
+    Drops the older ones; ``window`` 0 counts every restart of the machine's life.
+    """
+    if window:
+        while restarted and restarted[0] <= now - window:
+            restarted.popleft()
+    return len(restarted)
+
+
 class Machine:
     """One machine of the app; ``on_state`` is told of every state change, ``serving`` of starts."""
 
@@ -223,7 +234,7 @@ class Machine:
             keep = self.all_events
             for kind, status, source, is_exit in specs:
                 if is_exit:
-                    record: Record = (kind, status, stamp, source) + exit_fields
+                    record: Record = (kind, status, stamp, source, *exit_fields)
                 else:
                     record = (kind, status, stamp, source, None, False, False, False, 0)
                 log.records.append(record)
@@ -247,28 +258,50 @@ class Machine:
         if self.on_state is not None:
             self.on_state(self)
 
+    def _exited(
+        self,
+        now: float,
+        ref: str,
+        exit_code: int,
+        oom_killed: bool,
+        *,
+        restart_count: int,
+        restarted: deque[float] | None,
+    ) -> bool:
+        """The app exited on its own: record it, write the exit; does flyd restart it?
+
+        ``restarted``: the times of earlier restarts, kept only under on-failure.
+        """
+        if exit_code != 0 or oom_killed:
+            self.crash_times.append(now)
+            self.crash_images.append(ref)
+        platform = self.platform
+        policy = platform.restart_policy
+        recent = 0 if restarted is None else _recent(restarted, now, platform.retry_window_s)
+        restarting = restarts(policy, exit_code, oom_killed, recent, platform.max_retries)
+        # superfly/docs restart-policy: ``always`` never lets the machine enter stopped.
+        self._change(
+            "starting" if policy == "always" else "stopped",
+            self.profile.crash,
+            (exit_code, oom_killed, False, restarting, restart_count),
+        )
+        if restarting:
+            if restarted is not None:
+                restarted.append(now)
+            self.restarts_total += 1
+        return restarting
+
     def _life(self, image: Image) -> Generator[simpy.Event, Any, None]:
         """The machine running ``image``: boot, run, exit, and restart while flyd does."""
-        env = self.env
-        platform = self.platform
-        profile = self.profile
-        change = self._change
-        app = image.app
-        ref = image.ref
-        rng = self.rng
-        jitter = platform.jitter
+        env, platform, profile, change = self.env, self.platform, self.profile, self._change
+        app, ref, rng, jitter = image.app, image.ref, self.rng, platform.jitter
         # rng.uniform(-jitter, jitter) is ``a + (b - a) * random()``: the same draw and
         # arithmetic inline, without a Python-level call per draw (two a cycle).
         random, low, span = rng.random, -jitter, 2 * jitter
         boot = behavior.boot_s(app, platform.boot_s)
-        delay = platform.restart_delay_s
-        policy = platform.restart_policy
-        max_retries = platform.max_retries
-        started_events, crash_events = profile.started, profile.crash
-        # superfly/docs restart-policy: ``always`` never lets the machine enter stopped.
-        crashed_state = "starting" if policy == "always" else "stopped"
+        delay, policy = platform.restart_delay_s, platform.restart_policy
+        started_events = profile.started
         # Only on-failure counts restarts: those within its window (0: the whole life).
-        window = platform.retry_window_s
         counted: deque[float] | None = deque() if policy == "on-failure" else None
         # A restart that writes no event need not be a SimPy event: the restart delay and
         # the next boot are then one wait (one event and one transition fewer a crash;
@@ -284,10 +317,8 @@ class Machine:
         # behaviours ask ``next_exit`` per start.
         steady = behavior.steady_exit(app)
         base, exit_code, oom_killed = steady if steady is not None else (0.0, 0, False)
-        starts = 0
-        restart_at = -1.0  # when a quiet restart's delay ends: the next boot begins then
-        drawn = self._spare_draw
-        self._spare_draw = None
+        starts, restart_at = 0, -1.0  # restart_at: when a quiet restart's delay ends
+        drawn, self._spare_draw = self._spare_draw, None
         if drawn is None:
             drawn = random() if jitter else 0.0
         try:
@@ -311,26 +342,11 @@ class Machine:
                     after, exit_code, oom_killed = ended
                 yield env.timeout(after)
                 now = env.now
-                if exit_code != 0 or oom_killed:
-                    self.crash_times.append(now)
-                    self.crash_images.append(ref)
-                recent = 0
-                if counted is not None:
-                    if window:
-                        while counted and counted[0] <= now - window:
-                            counted.popleft()
-                    recent = len(counted)
-                restarting = restarts(policy, exit_code, oom_killed, recent, max_retries)
-                change(
-                    crashed_state,
-                    crash_events,
-                    (exit_code, oom_killed, False, restarting, starts - 1),
+                restarting = self._exited(
+                    now, ref, exit_code, oom_killed, restart_count=starts - 1, restarted=counted
                 )
                 if not restarting:
                     return  # gave up (or policy no, or a clean exit): stays stopped
-                if counted is not None:
-                    counted.append(now)
-                self.restarts_total += 1
                 if quiet_restart:
                     restart_at = now + delay
                     if policy != "always":

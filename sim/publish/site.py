@@ -62,10 +62,9 @@ class Site:
 
     def _mark(self) -> None:
         # ``_outcome`` inlined: in a one-machine crash loop this runs at every start and crash.
-        if self.live is None:
-            outcome = NOT_FOUND
-        else:
-            outcome = SERVED if self.started.count else BAD_GATEWAY
+        outcome = (
+            NOT_FOUND if self.live is None else SERVED if self.started.count else BAD_GATEWAY
+        )
         if outcome != self.segments[-1][1]:
             self.segments.append((self.env.now, outcome))
 

@@ -148,13 +148,10 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> _World:
     release = Image(scenario.release.image, scenario.release)
     site = Site(env, live="previous" if previous else None)
     width = len(str(scenario.release.machines))
-    # The world's listeners (fly-proxy's autostart, the oracle's watch) ignore a restart's
-    # stopped -> starting: a restart that writes no event can stay untold.
+    # quiet_restarts: the world's listeners (autostart, the oracle) ignore stopped -> starting.
     machines = [
-        Machine(
-            env, f"m{i:0{width}d}", scenario.platform, rng,
-            serving=site.started, trace=trace, quiet_restarts=True,
-        )
+        Machine(env, f"m{i:0{width}d}", scenario.platform, rng, serving=site.started,
+                trace=trace, quiet_restarts=True)
         for i, rng in enumerate(machine_rngs, start=1)
     ]
     world = _World(scenario, seed, env, machines, site, traffic_seed, proxy_seed, previous, release)
@@ -162,7 +159,6 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> _World:
         def autostart(machine: Machine) -> None:
             if machine.state == "stopped":
                 _on_stopped(world)
-
         for machine in machines:
             machine.on_state = autostart
     return world
@@ -294,11 +290,8 @@ def release_crashes(world: _World) -> bool:
     """Ground truth: did any machine crash while running the new release after the publish?"""
     ref = world.release.ref
     at = world.publish_at_s
-    return any(
-        t >= at and image == ref
-        for m in world.machines
-        for t, image in zip(m.crash_times, m.crash_images, strict=True)
-    )
+    pairs = (zip(m.crash_times, m.crash_images, strict=True) for m in world.machines)
+    return any(t >= at and image == ref for crashes in pairs for t, image in crashes)
 
 
 def ground_truth(scenario: Scenario, seed: int) -> bool:
@@ -316,9 +309,9 @@ def ground_truth(scenario: Scenario, seed: int) -> bool:
         if hook is not None:
             hook(machine)
         # Only the machine that changed can have a new crash: no scan of the whole fleet.
-        if not first_crash.triggered and machine.crash_times:
-            if machine.crash_images[-1] == ref and machine.crash_times[-1] >= at:
-                first_crash.succeed()
+        times, images = machine.crash_times, machine.crash_images
+        if not first_crash.triggered and times and times[-1] >= at and images[-1] == ref:
+            first_crash.succeed()
 
     for machine in world.machines:
         machine.on_state = watch
@@ -360,10 +353,7 @@ def _result(world: _World, check: Check, bad: bool, trace: bool) -> RunResult:
         world.publish_at_s, scenario.horizon_s, scenario.traffic.rps, world.traffic_seed
     )
     looks = tuple(world.looks)
-    # The world ends in reference cycles (SimPy processes and their machines) that only
-    # the cyclic collector frees; the looks leave it, so a caller that drops the result
-    # frees them at once (see ``gc_paused``).
-    world.looks.clear()
+    world.looks.clear()  # out of the world's reference cycles: freed with the result (gc_paused)
     return RunResult(
         check=check_name(check),
         seed=world.seed,
