@@ -91,6 +91,7 @@ LAYERS: dict[str, int] = {
     "sim.signals": 1,  # Ctrl-C and SIGTERM as checks.drive.Interrupt
     "sim.traffic": 2,
     "sim.platform.eventlog": 2,
+    "sim.platform.serving": 2,
     "sim.platform.behavior": 2,
     "sim.rollout.server": 2,
     "sim.rollout.drain": 2,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
 
 from checks.model import Event
 
@@ -20,42 +21,39 @@ RECORD_FIELDS = (
 class EventLog:
     """The newest ``cap`` events of one machine; older ones are dropped and counted."""
 
-    __slots__ = ("_events", "_view", "_view_at", "appended", "cap")
+    __slots__ = ("_view", "_view_at", "appended", "cap", "records")
 
     def __init__(self, cap: int) -> None:
         if cap < 1:
             raise ValueError(f"event_log_cap must be at least 1, got {cap}")
         self.cap = cap
-        # An entry is an Event or a Record: a record becomes an Event only when a look
-        # reads the list, so a crash loop nobody looks at builds no Event objects.
-        self._events: deque[Event | Record] = deque(maxlen=cap)
+        #: The list itself, oldest first. Every entry is a Record: it becomes an Event only
+        #: when a look reads the list, so a crash loop nobody looks at builds no Events.
+        #: The machine appends to it directly and adds to ``appended`` (no call per event).
+        self.records: deque[Record] = deque(maxlen=cap)
+        #: How many events were ever recorded.
         self.appended = 0
         self._view: tuple[Event, ...] = ()
         self._view_at = 0
 
     def append(self, event: Event) -> None:
         """Record an event; the oldest falls off once the list holds ``cap``."""
-        self._events.append(event)
-        self.appended += 1
+        self.record(
+            (
+                event.type, event.status, event.timestamp, event.source, event.exit_code,
+                event.oom_killed, event.requested_stop, event.restarting, event.restart_count,
+            )
+        )
 
     def record(self, record: Record) -> None:
         """Record an event given as a ``Record`` (the ``Event`` is built when first read)."""
-        self._events.append(record)
+        self.records.append(record)
         self.appended += 1
-
-    def entries(self) -> deque[Event | Record]:
-        """The list itself, for the machine's hot loop: it appends records and adds to
-        ``appended`` itself (two operations instead of a call to ``record`` per event)."""
-        return self._events
-
-    def event(self, record: Record) -> Event:
-        """The ``Event`` a record stands for."""
-        return Event(*record)
 
     @property
     def dropped(self) -> int:
         """How many events fell off the list so far."""
-        return self.appended - len(self._events)
+        return self.appended - len(self.records)
 
     def newest_first(self) -> tuple[Event, ...]:
         """The visible events as the API returns them: newest first.
@@ -65,17 +63,15 @@ class EventLog:
         """
         new = self.appended - self._view_at
         if new:
-            events = self._events
+            events = self.records
             kept = len(events) - new
-            fresh = [events[-i] for i in range(1, (new if kept > 0 else len(events)) + 1)]
-            view = tuple(
-                [e if type(e) is Event else Event(*e) for e in fresh]  # type: ignore[misc]
-            )
             if kept > 0:
-                view += self._view[:kept]
-            self._view = view
+                fresh = [Event(*record) for record in islice(reversed(events), new)]
+                self._view = tuple(fresh) + self._view[:kept]
+            else:
+                self._view = tuple([Event(*record) for record in reversed(events)])
             self._view_at = self.appended
         return self._view
 
     def __len__(self) -> int:
-        return len(self._events)
+        return len(self.records)

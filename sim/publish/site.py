@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sim.platform.serving import Serving
 from sim.traffic import requests_per_segment
 
 if TYPE_CHECKING:
     import simpy
-
-    from sim.platform.machine import Machine
 
 SERVED, NOT_FOUND, BAD_GATEWAY = "served", "not_found", "bad_gateway"
 # Machine states in which the machine is neither up nor on its way up.
@@ -35,26 +34,15 @@ class Site:
     afterwards per interval (``tally``), so traffic costs no simulated process.
     """
 
-    __slots__ = ("_started", "env", "ever_live", "live", "segments")
+    __slots__ = ("env", "ever_live", "live", "segments", "started")
 
     def __init__(self, env: simpy.Environment, live: str | None) -> None:
         self.env = env
         self.live = live
         self.ever_live = live is not None
-        self._started: set[str] = set()
+        #: The app's machines that read started: they keep it current (``Machine.serving``).
+        self.started = Serving(self._mark)
         self.segments: list[tuple[float, str]] = [(env.now, self._outcome())]
-
-    def machine_changed(self, machine: Machine) -> None:
-        """Hook for machines: keep the set of started machines and the timeline current."""
-        started = self._started
-        if machine.state == "started":
-            started.add(machine.id)
-        else:
-            started.discard(machine.id)
-        # _mark, inlined: machines call this on every state change.
-        outcome = NOT_FOUND if self.live is None else (SERVED if started else BAD_GATEWAY)
-        if outcome != self.segments[-1][1]:
-            self.segments.append((self.env.now, outcome))
 
     def set_live(self, release: str | None) -> None:
         """Mark a release live (or none: the site serves 404)."""
@@ -65,15 +53,18 @@ class Site:
     @property
     def serving(self) -> bool:
         """True when some machine of the fleet reads started."""
-        return bool(self._started)
+        return self.started.count > 0
 
     def _outcome(self) -> str:
         if self.live is None:
             return NOT_FOUND
-        return SERVED if self._started else BAD_GATEWAY
+        return SERVED if self.started.count else BAD_GATEWAY
 
     def _mark(self) -> None:
-        outcome = self._outcome()
+        # ``_outcome`` inlined: in a one-machine crash loop this runs at every start and crash.
+        outcome = (
+            NOT_FOUND if self.live is None else SERVED if self.started.count else BAD_GATEWAY
+        )
         if outcome != self.segments[-1][1]:
             self.segments.append((self.env.now, outcome))
 

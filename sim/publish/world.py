@@ -109,8 +109,7 @@ class _World:
     proved_bad: bool = False
     #: Set once a rollback changed the machines: from then on the run is no oracle.
     diverged: bool = False
-    #: fly-proxy's pending autostart (``[traffic] autostart``), if one is on its way.
-    waking: bool = False
+    waking: bool = False  # fly-proxy's autostart ([traffic] autostart) is on its way
     _proxy_rng: random.Random | None = None
 
     @property
@@ -148,18 +147,17 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> _World:
     site = Site(env, live="previous" if previous else None)
     width = len(str(scenario.release.machines))
     machines = [
-        Machine(env, f"m{i:0{width}d}", scenario.platform, rng, trace=trace)
+        Machine(env, f"m{i:0{width}d}", scenario.platform, rng, serving=site.started,
+                trace=trace, quiet_restarts=True)
         for i, rng in enumerate(machine_rngs, start=1)
     ]
     world = _World(scenario, seed, env, machines, site, traffic_seed, proxy_seed, previous, release)
-    hook = site.machine_changed
     if scenario.traffic.autostart and scenario.traffic.rps > 0:
-        def hook(machine: Machine) -> None:
-            site.machine_changed(machine)
+        def autostart(machine: Machine) -> None:
             if machine.state == "stopped":
                 _on_stopped(world)
-    for machine in machines:
-        machine.on_state = hook
+        for machine in machines:
+            machine.on_state = autostart
     return world
 
 
@@ -277,11 +275,11 @@ def _reconciler(world: _World) -> Generator[Any, Any, None]:
     """
     env = world.env
     interval = world.scenario.reconciler.interval_s
-    seen = [len(m.crashes) for m in world.machines]
+    seen = [len(m.crash_times) for m in world.machines]
     while True:
         yield env.timeout(interval - env.now % interval)
-        crashed = [len(m.crashes) > n for m, n in zip(world.machines, seen, strict=True)]
-        seen = [len(m.crashes) for m in world.machines]
+        crashed = [len(m.crash_times) > n for m, n in zip(world.machines, seen, strict=True)]
+        seen = [len(m.crash_times) for m in world.machines]
         if any(crashed) or any(m.state in DOWN_STATES for m in world.machines):
             world.site.set_live(None)
             world.late_failure_at_s = env.now - world.publish_at_s
@@ -293,7 +291,8 @@ def release_crashes(world: _World) -> bool:
     """Ground truth: did any machine crash while running the new release after the publish?"""
     ref = world.release.ref
     at = world.publish_at_s
-    return any(t >= at and image == ref for m in world.machines for t, image in m.crashes)
+    pairs = (zip(m.crash_times, m.crash_images, strict=True) for m in world.machines)
+    return any(t >= at and image == ref for crashes in pairs for t, image in crashes)
 
 
 def ground_truth(scenario: Scenario, seed: int) -> bool:
@@ -311,10 +310,9 @@ def ground_truth(scenario: Scenario, seed: int) -> bool:
         if hook is not None:
             hook(machine)
         # Only the machine that changed can have a new crash: no scan of the whole fleet.
-        if not first_crash.triggered and machine.crashes:
-            t, image = machine.crashes[-1]
-            if image == ref and t >= at:
-                first_crash.succeed()
+        times, images = machine.crash_times, machine.crash_images
+        if not first_crash.triggered and times and times[-1] >= at and images[-1] == ref:
+            first_crash.succeed()
 
     for machine in world.machines:
         machine.on_state = watch
@@ -355,6 +353,8 @@ def _result(world: _World, check: Check, bad: bool, trace: bool) -> RunResult:
     tally = world.site.tally(
         world.publish_at_s, scenario.horizon_s, scenario.traffic.rps, world.traffic_seed
     )
+    looks = tuple(world.looks)
+    world.looks.clear()  # out of the world's reference cycles: freed with the result (gc_paused)
     return RunResult(
         check=check_name(check),
         seed=world.seed,
@@ -363,7 +363,7 @@ def _result(world: _World, check: Check, bad: bool, trace: bool) -> RunResult:
         rollback=world.rollback,
         late_failure_at_s=world.late_failure_at_s,
         site=tally,
-        looks=tuple(world.looks),
+        looks=looks,
         bad=bad,
         error=world.error,
         error_detail=world.error_detail,
@@ -381,7 +381,7 @@ def run(
     settled. The ground truth is the oracle's (``ground_truth``) unless the run itself
     saw the release crash before any rollback, which the oracle would have seen too.
     """
-    with gc_paused():  # the world is garbage once the run returns: collected with the rest
+    with gc_paused():
         world = _simulate(scenario, seed, check, trace)
         if bad is None:
             bad = world.proved_bad or ground_truth(scenario, seed)
