@@ -160,7 +160,7 @@ def test_started_at_every_look_with_no_crash_since_publish_passes_both(world: Wo
 def test_crashes_before_the_publish_never_count(world: World):
     """Turning every pre-publish crash into a clean stop changes no verdict."""
     clean_pre = tuple(
-        replace(e, exit_code=0, requested_stop=True) if e.type == "exit" else e for e in world.pre
+        e._replace(exit_code=0, requested_stop=True) if e.type == "exit" else e for e in world.pre
     )
     cleaned = replace(world, pre=clean_pre)
     for check_cls in (CountCheck, TimestampCheck):

@@ -61,6 +61,12 @@ plain_events = st.builds(
     status=names,
     timestamp=st.integers(0, 2**53),
     source=st.sampled_from(["flyd", "user"]),
+    # Exit fields stay at their defaults on other events (builds would draw them all).
+    exit_code=st.none(),
+    oom_killed=st.just(False),
+    requested_stop=st.just(False),
+    restarting=st.just(False),
+    restart_count=st.just(0),
 )
 exit_events = st.builds(
     Event,
