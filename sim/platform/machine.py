@@ -70,7 +70,7 @@ class Machine:
 
     # Slots: a world builds a Machine per machine per run, and its life reads these.
     __slots__ = (
-        "_process", "_restart_at", "_spare_draw", "_state", "all_events", "crash_images",
+        "_parked", "_process", "_restart_at", "_spare_draw", "_state", "all_events", "crash_images",
         "crash_times", "env", "history", "id", "image", "log", "on_state", "platform", "profile",
         "quiet_restarts", "restarts_total", "rng", "serving",
     )
@@ -114,6 +114,8 @@ class Machine:
         #: The platform's monotonic restart counter (exposed only if the rules say so).
         self.restarts_total = 0
         self._process: simpy.Process | None = None
+        #: The life waits on an event nobody will trigger (the app stays up).
+        self._parked = False
         #: A boot's jitter draw that no boot used (see ``_life``): the next boot takes it.
         self._spare_draw: float | None = None
         #: With ``trace``: every (time, state) change and every event, uncapped, for plots.
@@ -197,9 +199,13 @@ class Machine:
     def _halt(self) -> None:
         state = self.state  # a quiet restart that is due has happened...
         self._restart_at = _NEVER  # ...one that is not never will
-        if self._process is not None and self._process.is_alive:
+        if self._process is not None and self._process.is_alive and not self._parked:
+            # A parked life never resumes: it is dropped instead of interrupted, which
+            # spares SimPy an Interruption event and a thrown exception per update of a
+            # healthy machine (every publish over a running previous release).
             self._process.interrupt()
         self._process = None
+        self._parked = False
         if state in ("starting", "started"):
             self._change("stopped", self.profile.stop, (0, False, True, False, 0))
 
@@ -337,6 +343,7 @@ class Machine:
                 else:
                     ended = behavior.next_exit(app, starts, rng, jitter)
                     if ended is None:
+                        self._parked = True
                         yield env.event()  # stays up until an update, sleep or destroy
                         return
                     after, exit_code, oom_killed = ended

@@ -9,7 +9,7 @@ import random
 import traceback
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import simpy
 
@@ -21,8 +21,7 @@ from sim.publish.site import DOWN_STATES, Site, SiteTally
 from sim.scenario import Outcome, Scenario
 
 
-@dataclass(frozen=True, slots=True)
-class RecordedLook:
+class RecordedLook(NamedTuple):
     """A look as the check saw it, plus what the platform hid from it (dropped events)."""
 
     look: Look
