@@ -10,9 +10,13 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from collections.abc import Callable
+from typing import TypeVar
 
 from checks.drive import LOOK_TIMEOUT_S, LOOKS_ENV, MAX_LOOKS, TIMEOUT_ENV
 from sim.settings import BadInput
+
+_N = TypeVar("_N", int, float)
 
 
 def add_check_limits(*parsers: argparse.ArgumentParser) -> None:
@@ -51,31 +55,29 @@ def _add(parser: argparse.ArgumentParser) -> None:
 
 def apply_check_limits(args: argparse.Namespace) -> None:
     """Validate the limits (flags over environment) and hand them on through the environment."""
-    timeout = getattr(args, "check_timeout", None)
-    where = "--check-timeout"
-    if timeout is None and os.environ.get(TIMEOUT_ENV):
-        where = TIMEOUT_ENV
-        try:
-            timeout = float(os.environ[TIMEOUT_ENV])
-        except ValueError:
-            raise BadInput(f"{TIMEOUT_ENV}: must be a number of seconds "
-                           f"(got {os.environ[TIMEOUT_ENV]!r})") from None
+    timeout, where = _given(getattr(args, "check_timeout", None), "--check-timeout",
+                            TIMEOUT_ENV, float, "a number of seconds")
     if timeout is not None:
         if not math.isfinite(timeout):
             raise BadInput(f"{where}: must be a finite number of seconds (got {timeout})")
         if timeout <= 0:
             raise BadInput(f"{where}: must be greater than 0 (got {timeout:g})")
         os.environ[TIMEOUT_ENV] = repr(timeout)
-    looks = getattr(args, "max_looks", None)
-    where = "--max-looks"
-    if looks is None and os.environ.get(LOOKS_ENV):
-        where = LOOKS_ENV
-        try:
-            looks = int(os.environ[LOOKS_ENV])
-        except ValueError:
-            raise BadInput(f"{LOOKS_ENV}: must be a whole number "
-                           f"(got {os.environ[LOOKS_ENV]!r})") from None
+    looks, where = _given(getattr(args, "max_looks", None), "--max-looks",
+                          LOOKS_ENV, int, "a whole number")
     if looks is not None:
         if looks < 1:
             raise BadInput(f"{where}: must be at least 1 (got {looks})")
         os.environ[LOOKS_ENV] = str(looks)
+
+
+def _given(
+    flag: _N | None, flag_name: str, env: str, parse: Callable[[str], _N], kind: str
+) -> tuple[_N | None, str]:
+    """The value the flag gives, else the environment's (parsed), and where it came from."""
+    if flag is not None or not os.environ.get(env):
+        return flag, flag_name
+    try:
+        return parse(os.environ[env]), env
+    except ValueError:
+        raise BadInput(f"{env}: must be {kind} (got {os.environ[env]!r})") from None

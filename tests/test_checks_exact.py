@@ -28,8 +28,8 @@ from checks.failsafe import lost_machines
 from checks.layered import LayeredCheck
 from checks.reasons import describe, since
 from checks.started import await_started, first_all_started, wait_at_least
+from tests.exact_events import T0, crash, decided, start
 
-T0 = 1_000_000
 LAUNCH = Event("launch", "created", T0 - 60_000, "user")
 UPDATE = Event("update", "replaced", T0, "user")
 
@@ -41,20 +41,7 @@ def snap(
     return MachineSnapshot(mid, state, "app", tuple(events), at, counter)
 
 
-def start(t: int) -> Event:
-    """A start ``t`` ms after the publish."""
-    return Event("start", "started", T0 + t)
 
-
-def crash(t: int, count: int = 0, restarting: bool = True, code: int | None = 1) -> Event:
-    """A crash exit ``t`` ms after the publish."""
-    return Event("exit", "stopped", T0 + t, exit_code=code, restarting=restarting, restart_count=count)
-
-
-def decided(step: object) -> Verdict:
-    """The step, which must be a verdict."""
-    assert isinstance(step, Verdict), step
-    return step
 
 
 # --- model ---------------------------------------------------------------------------

@@ -21,8 +21,8 @@ from checks import (
 from checks.breaker import ecs_threshold, failed_starts, healthy_tasks
 from checks.flyctl import is_constantly_restarting, most_recent_start_after_launch
 from checks.minhealthy import newest_start_ms
+from tests.exact_events import T0, crash, decided, start
 
-T0 = 1_000_000
 UPDATE = Event("update", "replaced", T0, "user")
 
 
@@ -36,22 +36,11 @@ def look(at: int, *machines: MachineSnapshot) -> Look:
     return Look(T0 + at, machines)
 
 
-def start(t: int) -> Event:
-    return Event("start", "started", T0 + t)
-
 
 def launch(t: int) -> Event:
     return Event("launch", "created", T0 + t, "user")
 
 
-def crash(t: int, count: int = 0, restarting: bool = True, code: int | None = 1) -> Event:
-    return Event("exit", "stopped", T0 + t, exit_code=code, restarting=restarting, restart_count=count)
-
-
-def decided(step: object) -> Verdict:
-    """The step, which must be a verdict."""
-    assert isinstance(step, Verdict), step
-    return step
 
 
 # --- flyctl: fly-go's start time and flyctl's constant-restart rule ------------------
