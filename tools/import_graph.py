@@ -86,6 +86,7 @@ LAYERS: dict[str, int] = {
     "sim.loader": 1,
     "sim.checkcmd": 1,
     "sim.about": 1,
+    "sim.frames": 1,  # to_pandas(): the optional pandas import and the result dtypes
     "sim.outputs": 1,  # output paths judged before work, written atomically
     "sim.checklimits": 1,  # --check-timeout / --max-looks, through the environment
     "sim.signals": 1,  # Ctrl-C and SIGTERM as checks.drive.Interrupt
@@ -118,6 +119,7 @@ LAYERS: dict[str, int] = {
     "sim.hunt": 5,
     "sim.rollout": 6,  # __init__ re-exports config, result and world: the public face
     "sim.cli": 6,
+    "sim.api": 6,  # the Python front door: gathers loading, runs, comparisons and sweeps
     "sim.__main__": 6,
     "sim.sweep.cli": 6,
     "sim.rollout.cli": 6,

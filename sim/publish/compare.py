@@ -10,17 +10,35 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from checks import Check, Event
 from checks.drive import check_name
+from sim.frames import BOOL, FLOAT, INT, OUTCOME, TEXT, frame
 from sim.loader import CheckSetup
 from sim.publish.world import RecordedLook, RunResult, ground_truth, run_checks
 from sim.scenario import OUTCOMES, Outcome, Scenario
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 #: The version of every ``--json`` document of compare, checks and replay: bumped when a
 #: field changes meaning or goes away (adding a field does not bump it).
 SCHEMA_VERSION = 1
+
+#: One check's result in one world as a flat row (``result_row``), each column with its
+#: DataFrame dtype: a sweep's rows and ``Comparison.to_pandas()`` share these columns.
+RESULT_DTYPES: Mapping[str, str] = MappingProxyType({
+    "check": TEXT, "verdict": TEXT, "outcome": OUTCOME, "release_bad": BOOL,
+    "decided_at_s": FLOAT, "rollback": TEXT, "late_failure_at_s": FLOAT, "down_s": FLOAT,
+    "requests": INT, "served": INT, "not_found": INT, "bad_gateway": INT, "error": TEXT,
+})
+RESULT_COLUMNS = tuple(RESULT_DTYPES)
+#: ``Comparison.to_pandas(per="check")``: one row per check, every outcome's count.
+CHECK_DTYPES: Mapping[str, str] = MappingProxyType({
+    "check": TEXT, "runs": INT, **dict.fromkeys(OUTCOMES, INT), "mean_down_s": FLOAT,
+    "mean_decided_s": FLOAT,
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +165,32 @@ class Comparison:
         """One check's results, a seed after another."""
         return tuple(r for run in self.seeds for r in run.results if r.check == check)
 
+    def to_pandas(self, per: Literal["run", "check"] = "run") -> pd.DataFrame:
+        """The results as a pandas DataFrame (needs the ``pandas`` extra).
+
+        ``per="run"``: one row per seed and check, ``seed`` then ``RESULT_COLUMNS`` then the
+        verdict's ``reason``; only the runs ``seeds`` kept. ``per="check"``: one row per
+        check, its count of every outcome (zeros too), ``runs``, ``mean_down_s`` and
+        ``mean_decided_s``, from the summary, so it covers every run, kept or not.
+        """
+        if per == "check":
+            return frame([self._check_row(name) for name in self.checks], tuple(CHECK_DTYPES),
+                         CHECK_DTYPES)
+        if per != "run":
+            raise ValueError(f"per: 'run' or 'check' (got {per!r})")
+        if len(self.seeds) < self.runs_count:
+            raise ValueError(f"per='run': only {len(self.seeds)} of {self.runs_count} runs were "
+                             "kept (keep_runs=False); per='check' covers them all")
+        return frame([{"seed": run.seed} | result_row(r) | {"reason": reason(r)}
+                      for run in self.seeds for r in run.results],
+                     ("seed", *RESULT_COLUMNS, "reason"), {**RESULT_DTYPES, "reason": TEXT})
+
+    def _check_row(self, name: str) -> dict[str, Any]:
+        stats = self.stats.get(name)
+        return ({"check": name, "runs": self.summary[name].total} | self.summary[name].to_json()
+                | {"mean_down_s": None if stats is None else stats.mean_down_s,
+                   "mean_decided_s": None if stats is None else stats.mean_decided_s})
+
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` document (README "Using it")."""
         doc: dict[str, Any] = {
@@ -224,6 +268,26 @@ def verdict_word(result: RunResult) -> str | None:
 def reason(result: RunResult) -> str:
     """The verdict's reason, or the error that stood in for a verdict."""
     return (result.error or "") if result.verdict is None else result.verdict.reason
+
+
+def result_row(result: RunResult) -> dict[str, Any]:
+    """One check's result in one world as a flat row with ``RESULT_COLUMNS`` (sweep rows, tables)."""
+    site = result.site
+    return {
+        "check": result.check,
+        "verdict": verdict_word(result),
+        "outcome": result.outcome,
+        "release_bad": result.bad,
+        "decided_at_s": _round(result.decided_at_s),
+        "rollback": result.rollback,
+        "late_failure_at_s": _round(result.late_failure_at_s),
+        "down_s": site.down_s,
+        "requests": site.requests,
+        "served": site.served,
+        "not_found": site.not_found,
+        "bad_gateway": site.bad_gateway,
+        "error": result.error,
+    }
 
 
 def result_json(result: RunResult, publish_started_ms: int) -> dict[str, Any]:

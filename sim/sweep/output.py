@@ -11,14 +11,25 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import IO, TYPE_CHECKING, Any
 
+from sim.frames import FLOAT, INT, TEXT, frame
 from sim.outputs import check_output, write_atomic
 from sim.publish.compare import SCHEMA_VERSION, OutcomeCounts
 from sim.settings import BadInput
 from sim.sweep.units import Row, check_names, columns
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from sim.sweep.file import Sweep
     from sim.sweep.run import SweepResult
+
+
+#: ``SweepSummary.to_pandas()``: ``check`` and ``CheckSummary.to_json()``'s fields, typed.
+SUMMARY_DTYPES: Mapping[str, str] = MappingProxyType({
+    "check": TEXT, "rows": INT, "bad_worlds": INT, "missed": INT, "miss_rate": FLOAT,
+    "good_worlds": INT, "false_alarms": INT, "false_alarm_rate": FLOAT,
+    "median_decision_s": FLOAT, "blind": INT, "undecided": INT, "errors": INT,
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +110,11 @@ class SweepSummary:
             "interrupted": self.interrupted,
             "checks": {name: c.to_json() for name, c in self.checks.items()},
         }
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per check: ``check`` and its ``--json`` summary's fields (``pandas`` extra)."""
+        rows = [{"check": name} | c.to_json() for name, c in self.checks.items()]
+        return frame(rows, tuple(SUMMARY_DTYPES), SUMMARY_DTYPES)
 
 
 def summarise(result: SweepResult) -> SweepSummary:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from checks.drive import check_name
 from sim.loader import load_checks
+from sim.publish.compare import RESULT_COLUMNS, result_row
 from sim.publish.world import run_checks
 from sim.scenario import validate
 
@@ -22,11 +23,8 @@ Row = dict[str, Any]
 #: Called with the number of units just finished.
 Progress = Callable[[int], None]
 
-#: Row columns after the axis columns, in file order.
-RESULT_COLUMNS = (
-    "check", "verdict", "outcome", "release_bad", "decided_at_s", "rollback",
-    "late_failure_at_s", "down_s", "requests", "served", "not_found", "bad_gateway", "error",
-)
+# Row columns after the axis columns, in file order: RESULT_COLUMNS (re-exported).
+__all__ = ["RESULT_COLUMNS", "Progress", "Row", "check_names", "columns", "run_units", "unit_rows"]
 
 
 def check_names(sweep: Sweep) -> tuple[str, ...]:
@@ -66,30 +64,7 @@ def _rows_of_unit(sweep: Sweep, unit: int) -> list[Row]:
                                                     "error": message}
             for name in names
         ]
-    rows = []
-    for result in results:
-        verdict = result.verdict
-        site = result.site
-        rows.append(head | {
-            "check": result.check,
-            "verdict": None if verdict is None else ("pass" if verdict.ok else "fail"),
-            "outcome": result.outcome,
-            "release_bad": result.bad,
-            "decided_at_s": _round(result.decided_at_s),
-            "rollback": result.rollback,
-            "late_failure_at_s": _round(result.late_failure_at_s),
-            "down_s": site.down_s,
-            "requests": site.requests,
-            "served": site.served,
-            "not_found": site.not_found,
-            "bad_gateway": site.bad_gateway,
-            "error": result.error,
-        })
-    return rows
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
+    return [head | result_row(result) for result in results]
 
 
 def run_units(sweep: Sweep, start: int, stop: int) -> tuple[int, list[Row]]:

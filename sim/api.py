@@ -1,0 +1,161 @@
+"""The front door in Python: load a scenario, run a check, compare checks over seeds, sweep.
+
+Each function takes what the command line takes (a shipped name or a path, check specs,
+``--set`` and ``--check-opt`` values) or the loaded value itself, and returns frozen
+typed values; the ones people tabulate have ``to_pandas()`` (the ``pandas`` extra).
+Walkthrough with executed examples: ``docs/python-api.md``. Bad input raises
+``BadInput`` with the same one-line message the command line prints.
+
+The test kit for a check of your own is re-exported too: ``App``, ``world`` and
+``drive_world`` (``sim.testing``), ``worlds`` and ``assert_guarantee`` (``sim.strategies``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from checks import Check, Look, Verdict, Wait
+from sim.frames import frame
+from sim.loader import CheckSetup, build_checks, setups
+from sim.publish.compare import RESULT_DTYPES, Comparison, OutcomeCounts, SeedRun
+from sim.publish.compare import compare as _compare
+from sim.publish.world import RunResult
+from sim.publish.world import run as _run
+from sim.scenario import Scenario, load
+from sim.settings import BadInput, validated
+from sim.strategies import GuaranteeBroken, assert_guarantee, worlds
+from sim.sweep.file import Sweep, SweepFile, from_spec, load_sweep
+from sim.sweep.output import SweepSummary, summarise
+from sim.sweep.run import run_sweep
+from sim.sweep.units import Row, columns
+from sim.testing import App, drive_world, world
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "App", "BadInput", "Check", "Comparison", "GuaranteeBroken", "Look", "OutcomeCounts",
+    "RunResult", "Scenario", "SeedRun", "Sweep", "SweepRows", "SweepSummary", "Verdict", "Wait",
+    "assert_guarantee", "build", "compare", "drive_world", "load_scenario", "run", "sweep",
+    "world", "worlds",
+]
+
+#: A scenario as the functions take it: loaded, or a shipped name, or a ``.toml`` path.
+ScenarioLike = Scenario | str | os.PathLike[str]
+#: A check as the functions take it: built, or a spec (``timestamp``,
+#: ``package.module:name``, ``path/to/file.py:name``) as ``--check`` takes it.
+CheckLike = Check | str
+
+
+def load_scenario(name_or_path: str | os.PathLike[str], sets: Sequence[str] = ()) -> Scenario:
+    """A shipped scenario by name, or a TOML file by path, with ``--set KEY=VALUE`` overrides."""
+    return load(os.fspath(name_or_path), list(sets))
+
+
+def _scenario(scenario: ScenarioLike) -> Scenario:
+    return scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+
+
+def build(
+    scenario: ScenarioLike, checks: Sequence[CheckLike] = (), options: Mapping[str, Any] | None = None
+) -> list[Check]:
+    """The checks as they run in ``scenario``: specs built with its ``[check]`` table.
+
+    No checks means every built-in. ``options`` are ``--check-opt`` values
+    (``{"look_delay_s": 5}``, or ``{"count.look_delay_s": 5}`` for one check); a check
+    given as an object runs as it is.
+    """
+    return _built(_scenario(scenario), checks, options)[0]
+
+
+def _built(
+    scenario: Scenario, checks: Sequence[CheckLike], options: Mapping[str, Any] | None
+) -> tuple[list[Check], tuple[CheckSetup, ...]]:
+    specs = [c for c in checks if isinstance(c, str)]
+    # No checks at all means every built-in, as on the command line; objects run as given.
+    built = build_checks(specs, scenario.check, options) if specs or not checks else []
+    if not checks:
+        return [item.check for item in built], setups(built)
+    made = iter(built)
+    return [next(made).check if isinstance(c, str) else c for c in checks], setups(built)
+
+
+def run(
+    scenario: ScenarioLike,
+    check: CheckLike,
+    seed: int | None = None,
+    *,
+    options: Mapping[str, Any] | None = None,
+    trace: bool = False,
+) -> RunResult:
+    """One check in one world (default: the scenario's own seed), judged against the truth.
+
+    ``trace=True`` keeps every state change and event, for ``sim.show.plot`` timelines.
+    """
+    loaded = _scenario(scenario)
+    [built] = build(loaded, [check], options)
+    return _run(loaded, loaded.seed if seed is None else seed, built, trace=trace)
+
+
+def compare(
+    scenario: ScenarioLike,
+    checks: Sequence[CheckLike] = (),
+    seeds: Iterable[int] | None = None,
+    *,
+    options: Mapping[str, Any] | None = None,
+) -> Comparison:
+    """Every check in every seed's world (default: the scenario's own seed), side by side.
+
+    No checks means every built-in. The result holds every run (``seeds``), the outcome
+    counts per check (``summary``) and the scenario's ``[expect]`` judged on each seed.
+    """
+    loaded = _scenario(scenario)
+    built, made = _built(loaded, checks, options)
+    return _compare(loaded, built, (loaded.seed,) if seeds is None else seeds, setups=made)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepRows:
+    """A finished sweep: its rows (one per check per world, unit order) and its summary."""
+
+    sweep: Sweep
+    rows: tuple[Row, ...]
+    summary: SweepSummary
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The rows as a DataFrame: ``point``, ``seed``, the axes, then the result columns."""
+        return frame(self.rows, columns(self.sweep), RESULT_DTYPES)
+
+
+def sweep(
+    spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep,
+    *,
+    every: int = 1,
+    workers: int | None = None,
+) -> SweepRows:
+    """Run a sweep: a shipped sweep's name, a sweep file's path, or its tables as a mapping.
+
+    A mapping is read as a sweep file is (``scenario``, ``checks``, ``seeds``, ``axes``;
+    a relative scenario path is taken from the current folder). ``every=N`` keeps every
+    N-th value of each axis (``testbed sweep``'s quick look); ``workers`` local processes
+    (default: one per core; 1 runs here). Rows come in unit order whatever runs them.
+    """
+    if isinstance(spec, Sweep):
+        chosen = spec
+    elif isinstance(spec, Mapping):
+        chosen = from_spec(validated(SweepFile, dict(spec), "sweep"), Path.cwd(),
+                           str(spec.get("name") or "sweep"))
+    else:
+        chosen = load_sweep(os.fspath(spec))
+    if every < 1:
+        raise BadInput(f"every: must be 1 or more (got {every})")
+    if every > 1:
+        chosen = chosen.thinned(every)
+    result = run_sweep(chosen, workers=workers)
+    if result.interrupted:
+        raise KeyboardInterrupt  # run_sweep keeps a Ctrl-C'd sweep's rows; a library call stops
+    return SweepRows(chosen, tuple(result.rows), result.summary or summarise(result))

@@ -1,0 +1,47 @@
+"""Results as pandas tables: the optional import, done only when a table is asked for.
+
+pandas is an extra (``pip install 'platform-simulator-testbed[pandas]'``): nothing in the
+simulator needs it, so no module imports it before a ``to_pandas()`` call does.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sim.scenario import OUTCOMES
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: What to install when pandas is missing (the one line ``to_pandas()`` raises).
+INSTALL = "pip install 'platform-simulator-testbed[pandas]'"
+
+#: The dtype a column gets: nullable integers and booleans, because a sweep world that
+#: raised has no counts (its row holds only the error); ``OUTCOME`` is categorical in
+#: ``OUTCOMES`` order, so value counts list every outcome, zeros included.
+FLOAT, INT, BOOL, TEXT, OUTCOME = "float64", "Int64", "boolean", "string", "outcome"
+
+
+def pandas() -> Any:
+    """The pandas module; without it, an ImportError whose one line says what to install."""
+    try:
+        return importlib.import_module("pandas")
+    except ImportError:
+        raise ImportError(f"to_pandas() needs pandas, which is not installed: {INSTALL}") from None
+
+
+def frame(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str], dtypes: Mapping[str, str]
+) -> pd.DataFrame:
+    """A DataFrame of ``rows`` with exactly ``columns``, in order, typed by ``dtypes``.
+
+    Columns ``dtypes`` does not name (a sweep's axes, ``point``, ``seed``) keep the dtype
+    pandas infers from their values.
+    """
+    pd = pandas()
+    table = pd.DataFrame.from_records([dict(row) for row in rows], columns=list(columns))
+    outcome = pd.CategoricalDtype(list(OUTCOMES))
+    return table.astype({c: outcome if d == OUTCOME else d
+                         for c, d in dtypes.items() if c in table.columns})
