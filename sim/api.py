@@ -135,14 +135,15 @@ def sweep(
     spec: str | os.PathLike[str] | Mapping[str, Any] | Sweep,
     *,
     every: int = 1,
-    workers: int | None = None,
+    workers: int = 1,
 ) -> SweepRows:
     """Run a sweep: a shipped sweep's name, a sweep file's path, or its tables as a mapping.
 
     A mapping is read as a sweep file is (``scenario``, ``checks``, ``seeds``, ``axes``;
     a relative scenario path is taken from the current folder). ``every=N`` keeps every
-    N-th value of each axis (``testbed sweep``'s quick look); ``workers`` local processes
-    (default: one per core; 1 runs here). Rows come in unit order whatever runs them.
+    N-th value of each axis (``testbed sweep``'s quick look). ``workers=N`` runs N local
+    processes, started as ``multiprocessing`` does (a script guards the call with
+    ``if __name__ == "__main__":``); the default runs here. Rows come in unit order either way.
     """
     if isinstance(spec, Sweep):
         chosen = spec
@@ -151,8 +152,9 @@ def sweep(
                            str(spec.get("name") or "sweep"))
     else:
         chosen = load_sweep(os.fspath(spec))
-    if every < 1:
-        raise BadInput(f"every: must be 1 or more (got {every})")
+    for name, value in (("every", every), ("workers", workers)):
+        if value < 1:
+            raise BadInput(f"{name}: must be 1 or more (got {value})")
     if every > 1:
         chosen = chosen.thinned(every)
     result = run_sweep(chosen, workers=workers)

@@ -26,15 +26,15 @@ from pathlib import Path
 import pytest
 
 from sim.cli import main
+from tests.doc_blocks import blocks, run_python
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "your-check.md"
-BLOCK = re.compile(r"^```(\w+)[ \t]*([^\n`]*)\n(.*?)^```$", re.S | re.M)
 EXITS = re.compile(r"\s+# exits ([01])$")
 
 
 def _blocks() -> list[tuple[str, str, str]]:
-    return BLOCK.findall(DOC.read_text(encoding="utf-8"))
+    return blocks(DOC)
 
 
 def _commands(body: str) -> list[tuple[list[str], int]]:
@@ -74,14 +74,14 @@ def test_every_block_of_the_doc_runs_as_written(tmp_path, monkeypatch, capsys):
     try:
         for kind, name, body in _blocks():
             if kind == "python":
-                out = io.StringIO()
-                with contextlib.redirect_stdout(out):
-                    if name:  # a file the reader saves: run it by importing it
-                        (tmp_path / name).write_text(body, encoding="utf-8")
+                if name:  # a file the reader saves: run it by importing it
+                    (tmp_path / name).write_text(body, encoding="utf-8")
+                    out = io.StringIO()
+                    with contextlib.redirect_stdout(out):
                         importlib.import_module(Path(name).stem)
-                    else:
-                        exec(compile(body, f"{DOC.name}:block", "exec"), namespace)
-                last_output = out.getvalue()
+                    last_output = out.getvalue()
+                else:
+                    last_output = run_python(body, namespace, f"{DOC.name}:block")
                 ran += 1
             elif kind == "sh":
                 for argv, expected in _commands(body):
