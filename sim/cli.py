@@ -356,11 +356,9 @@ def build_parser() -> argparse.ArgumentParser:
     series.add_argument("--json", action="store_true", help="one JSON object on stdout")
     series.set_defaults(handler=cmd_series)
 
-    add_sweep_parser(sub)
-    add_hunt_parser(sub)
-    add_rollout_parser(sub)
-    add_lint_timing_parser(sub)
-    completion.add_completion_parser(sub)
+    for add in (add_sweep_parser, add_hunt_parser, add_rollout_parser, add_lint_timing_parser,
+                completion.add_completion_parser):
+        add(sub)
     return parser
 
 

@@ -102,10 +102,10 @@ def add_completion_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def script(shell: str) -> str:
     """The completion script for ``shell``, as argcomplete writes it for ``testbed``."""
-    import argcomplete  # noqa: PLC0415 -- only for this command and for completing
+    from argcomplete.shell_integration import shellcode  # noqa: PLC0415 -- only for this command
 
     # zsh runs argcomplete's bash script, which detects zsh and registers with compdef.
-    return argcomplete.shellcode(["testbed"], shell=shell)
+    return shellcode(["testbed"], shell=shell)
 
 
 def cmd_completion(args: argparse.Namespace) -> int:

@@ -18,10 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from checks.drive import check_name
 from sim import scenario as scenarios
 from sim.loader import load_checks
-from sim.show.table import Table, fit, width
 from sim.publish.world import RunResult, run_checks
 from sim.scenario import Outcome, Scenario
 from sim.settings import BadInput, apply_sets, locate, read_toml, validated
+from sim.show.table import Table, fit, width
 
 
 class _Table(BaseModel):

@@ -84,6 +84,7 @@ def rollout_table(
     results: Sequence[RolloutResult],
     timing: Sequence[TimingResult],
     expectations: Sequence[Expectation] = (),
+    *,
     rows: bool = True,
     at: int | None = None,
 ) -> str:

@@ -95,13 +95,12 @@ def _rich(table: Table) -> RichTable:
 
 
 def _draw(table: Table, at: int) -> list[str]:
-    console = Console(width=at, file=io.StringIO(), color_system=None, force_terminal=False,
+    out = io.StringIO()
+    console = Console(width=at, file=out, color_system=None, force_terminal=False,
                       force_jupyter=False, force_interactive=False, highlight=False,
                       markup=False, emoji=False, legacy_windows=False)
     console.print(_rich(table))
-    out = console.file.getvalue()
-    assert isinstance(out, str)
-    return [line.rstrip() for line in out.splitlines()]
+    return [line.rstrip() for line in out.getvalue().splitlines()]
 
 
 def _natural(table: Table) -> int:
@@ -143,22 +142,50 @@ def fit(table: Table, at: int | None = None, transpose: bool = True) -> str:
     if _natural(table) <= at:
         return "\n".join(_draw(table, at))
     if table.prose:
-        return "\n".join(_draw(table, at))
+        return _within(table, at)
     flipped = table.transposed() if transpose and table.rows else None
     if flipped is not None and _natural(flipped) <= at:
         return "\n".join(_draw(flipped, at))
     blocks = _blocks(table, at)
     if flipped is not None and len(other := _blocks(flipped, at)) < len(blocks):
         blocks = other
-    return "\n\n".join("\n".join(_draw(_folding(block, at), at)) for block in blocks)
+    return "\n\n".join(_within(block, at) for block in blocks)
 
 
-def _folding(table: Table, at: int) -> Table:
-    """A block still wider than the line (one column too wide) folds its cells, not cut them."""
-    if _natural(table) <= at:
-        return table
+def _within(table: Table, at: int) -> str:
+    """Drawn within ``at`` with nothing lost; rich, short of room, cuts cells or drops columns.
+
+    So the drawing is checked: as it is, then with every column folding, and last as a
+    record per row (``header: value`` lines), which always fits.
+    """
+    for candidate in (table, _folding(table)):
+        lines = _draw(candidate, at)
+        if max((len(line) for line in lines), default=0) <= at and _ink(lines) >= _ink(
+            [*(table.header if table.headed else ()), *(c for row in table.rows for c in row)]
+        ):
+            return "\n".join(lines)
+    return "\n".join(_records(table, at))
+
+
+def _folding(table: Table) -> Table:
+    """Every column may fold: for a table no column order fits (one cell wider than the line)."""
     return Table(table.header, table.rows, table.right, frozenset(range(len(table.header))),
                  table.headed, table.across)
+
+
+def _ink(texts: Sequence[str]) -> int:
+    """Characters that carry content: no spaces, no rule lines."""
+    return sum(len(t) - t.count(" ") - t.count("─") - t.count("\n") for t in texts)
+
+
+def _records(table: Table, at: int) -> list[str]:
+    """Each row as its label, then one ``header: value`` paragraph per other column."""
+    lines: list[str] = []
+    for row in table.rows:
+        lines += wrap(row[0], at)
+        for title, cell in zip(table.header[1:], row[1:], strict=True):
+            lines += wrap(f"{title}: {cell}" if title else cell, at, "  ", "    ")
+    return lines
 
 
 def wrap(text: str, at: int | None = None, indent: str = "", hang: str | None = None) -> list[str]:
@@ -174,9 +201,23 @@ def wrap(text: str, at: int | None = None, indent: str = "", hang: str | None = 
 
 
 def command(words: str, at: int | None = None, indent: str = "  ") -> list[str]:
-    """A shell command within ``at`` columns, continued with `` \\`` so it still pastes."""
+    """A shell command within ``at`` columns, continued with `` \\`` so it still pastes.
+
+    A word longer than a line (a deep path) is split with a bare ``\\`` and continued at
+    the start of the next line, which the shell joins back into the one word.
+    """
     at = width() if at is None else at
-    lines = textwrap.wrap(words, width=at - 2, initial_indent=indent,
-                          subsequent_indent=indent + "  ", break_long_words=False,
-                          break_on_hyphens=False)
-    return [line + " \\" for line in lines[:-1]] + lines[-1:]
+    lines: list[str] = []
+    line = indent
+    for whole in words.split():
+        word = whole
+        if line.strip() and len(line) + 1 + len(word) + 2 > at:
+            lines.append(line + " \\")
+            line = indent + "  "
+        sep = " " if line.strip() else ""
+        while len(line) + len(sep) + len(word) > at:  # only a word too long for any line
+            room = max(1, at - len(line) - len(sep) - 1)
+            lines.append(line + sep + word[:room] + "\\")
+            line, sep, word = "", "", word[room:]
+        line += sep + word
+    return [*lines, line]
