@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 from checks import BUILTIN_CHECKS, Check
-from sim import about, checkcmd, expect, junit, scenario
+from sim import about, checkcmd, completion, expect, junit, scenario
 from sim.checklimits import add_check_limits, apply_check_limits, restore_limits, save_limits
 from sim.compareopts import (
     INLINE_RUNS,
@@ -70,16 +70,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     """Print the shipped scenarios (or the event profiles), one line each."""
     if args.profiles:
         return _list_profiles(args.json)
-    publishes = {n: scenario.load(n).description for n in scenario.shipped()}
-    rollouts = {n: rollout_config.load(n).description for n in rollout_config.shipped()}
-    width = max(map(len, [*publishes, *rollouts]), default=0)
-    for title, found in (("publish scenarios (testbed compare NAME)", publishes),
-                         ("rollout scenarios (testbed rollout NAME)", rollouts)):
-        print(title)
-        for name, description in found.items():
-            first = " ".join(description.split())
-            print(f"  {name:<{width}}  {first}")
+    publishes = {n: _line(scenario.load(n).description) for n in scenario.shipped()}
+    rollouts = {n: _line(rollout_config.load(n).description) for n in rollout_config.shipped()}
+    print(report.listing({"publish scenarios (testbed compare NAME)": publishes,
+                          "rollout scenarios (testbed rollout NAME)": rollouts}))
     return EXIT_OK
+
+
+def _line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _list_profiles(as_json: bool) -> int:
@@ -95,11 +94,9 @@ def _list_profiles(as_json: bool) -> int:
             ],
         }))
         return EXIT_OK
-    print(f"event profiles ([platform] events = NAME; default {DEFAULT_PROFILE})")
-    width = max(len(name) for name in PROFILES)
-    for profile in PROFILES.values():
-        print(f"  {profile.name:<{width}}  {profile.per_crash} events a crash: {profile.summary}")
-        print(f"  {'':<{width}}  sources: {profile.sources}")
+    print(report.listing({f"event profiles ([platform] events = NAME; default {DEFAULT_PROFILE})": {
+        p.name: f"{p.per_crash} events a crash: {p.summary}\nsources: {p.sources}"
+        for p in PROFILES.values()}}))
     return EXIT_OK
 
 
@@ -152,7 +149,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from rich.console import Console  # noqa: PLC0415 -- rich only when a bar is shown
         from rich.progress import track  # noqa: PLC0415
 
-        seeds = track(seeds, description=loaded.name, total=args.runs, transient=True,
+        seeds = track(seeds, description=loaded.name[:24], total=args.runs, transient=True,
                       console=Console(stderr=True))
     # Runs are held (for --json's "runs" and the one-run report) only while few; past
     # INLINE_RUNS, or with --summary, memory stays flat in the number of runs.
@@ -234,7 +231,7 @@ def cmd_checks(args: argparse.Namespace) -> int:
         print(json.dumps({"schema_version": SCHEMA_VERSION, "rules": rules, "runs": args.runs,
                           "outcomes": summary}))
     else:
-        print(report.checks_table(rules, reports, args.runs))
+        print(report.checks_table(rules, reports, args.runs, markdown=args.markdown))
     return EXIT_OK
 
 
@@ -341,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
                        help="an option for the checks declaring KEY (as in compare)")
     table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    table.add_argument("--markdown", action="store_true", help="print a Markdown table (the README's)")
     add_check_limits(comp, rep, table)
     junit.add_argument(comp, rep, table)
     checkcmd.add_arguments(table)
@@ -358,16 +356,17 @@ def build_parser() -> argparse.ArgumentParser:
     series.add_argument("--json", action="store_true", help="one JSON object on stdout")
     series.set_defaults(handler=cmd_series)
 
-    add_sweep_parser(sub)
-    add_hunt_parser(sub)
-    add_rollout_parser(sub)
-    add_lint_timing_parser(sub)
+    for add in (add_sweep_parser, add_hunt_parser, add_rollout_parser, add_lint_timing_parser,
+                completion.add_completion_parser):
+        add(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``testbed`` console script."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    completion.hook(parser)  # a shell asking for completions gets them here, and no more
+    args = parser.parse_args(argv)
     previous = exit_on_signals()
     saved_env = save_limits()
     try:

@@ -2,10 +2,19 @@
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from sim.show.table import DEFAULT_WIDTH
 
 settings.register_profile("ci", max_examples=60, deadline=None, print_blob=True)
 settings.register_profile(
     "dev", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+@pytest.fixture(autouse=True)
+def _fixed_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables are drawn at COLUMNS: pin it, so goldens match whatever terminal runs the tests."""
+    monkeypatch.setenv("COLUMNS", str(DEFAULT_WIDTH))

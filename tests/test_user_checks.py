@@ -218,7 +218,12 @@ def test_replay_debug_shows_the_traceback(user, tmp_path, capsys):
 
 def test_checks_table_takes_a_user_check(user, capsys):
     """`testbed checks --check file.py:Obj` gives the user check a row with its docstring rule."""
-    assert main(["checks", "--runs", "1", "--check", f"{user}:PollCheck", "--check", "count"]) == 0
+    argv = ["checks", "--runs", "1", "--check", f"{user}:PollCheck", "--check", "count"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "poll-check" in out
+    assert "Pass after one wait of poll_s" in out
+    assert main([*argv, "--markdown"]) == 0
     out = capsys.readouterr().out
     assert "| `poll-check` | Pass after one wait of poll_s" in out
     assert "| `count` |" in out

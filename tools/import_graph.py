@@ -90,6 +90,7 @@ LAYERS: dict[str, int] = {
     "sim.outputs": 1,  # output paths judged before work, written atomically
     "sim.checklimits": 1,  # --check-timeout / --max-looks, through the environment
     "sim.signals": 1,  # Ctrl-C and SIGTERM as checks.drive.Interrupt
+    "sim.show.table": 1,  # tables and prose fitted to the terminal (rich only)
     "sim.traffic": 2,
     "sim.platform.eventlog": 2,
     "sim.platform.serving": 2,
@@ -120,6 +121,7 @@ LAYERS: dict[str, int] = {
     "sim.rollout": 6,  # __init__ re-exports config, result and world: the public face
     "sim.cli": 6,
     "sim.api": 6,  # the Python front door: gathers loading, runs, comparisons and sweeps
+    "sim.completion": 6,  # `testbed completion` and the completers (argcomplete)
     "sim.__main__": 6,
     "sim.sweep.cli": 6,
     "sim.rollout.cli": 6,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import shlex
 import subprocess
@@ -23,6 +24,11 @@ from sim import scenario  # noqa: E402
 from sim.cli import main  # noqa: E402
 from sim.rollout.__main__ import main as rollout_main  # noqa: E402
 from sim.rollout.config import rollouts_dir, shipped  # noqa: E402
+from sim.show.table import DEFAULT_WIDTH  # noqa: E402
+
+# Tables are drawn at COLUMNS (sim/show/table.py): the goldens at the width off a terminal,
+# whatever terminal runs this (tests/conftest.py pins the same for the tests).
+os.environ["COLUMNS"] = str(DEFAULT_WIDTH)
 
 BLOCK = re.compile(r"(<!-- output: testbed (.+?) -->\n)(.*?)(<!-- end output -->\n)", re.S)
 

@@ -67,4 +67,14 @@ expect_exit 1 hunt --check count --budget 20 --out found --no-progress
 ls found/*.toml > /dev/null || fail "testbed hunt wrote no scenario file"
 expect_exit 2 compare no-such-scenario
 
+step "shell completion (argcomplete, installed as a dependency of the wheel)"
+for shell in bash zsh fish; do run completion "$shell" > "completion.$shell"; done
+grep -q 'complete .*-F _python_argcomplete testbed' completion.bash || fail "no bash completion"
+grep -q 'complete --command testbed' completion.fish || fail "no fish completion"
+# As the shell asks: testbed run with _ARGCOMPLETE set answers with the candidates.
+line="testbed compare sept"
+_ARGCOMPLETE=1 _ARGCOMPLETE_IFS=' ' COMP_LINE="$line" COMP_POINT=${#line} \
+  _ARGCOMPLETE_STDOUT_FILENAME=candidates.txt "$testbed"
+grep -q 'sept25-crash-loop' candidates.txt || fail "completing '$line': $(cat candidates.txt)"
+
 printf '\nwheel-smoke: ok in %d s (%s)\n' "$((SECONDS - started))" "$(basename "$wheel")" >&2

@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column
 
 from checks import Check
 from checks.drive import check_name
@@ -31,6 +32,22 @@ MAX_BUDGET = 100_000
 DEFAULT_BUDGET = 200
 DEFAULT_SCENARIO = "sept25-crash-loop"
 DEFAULT_OUT = "hunt-out"
+
+
+def hunt_progress(name: str, console: Console, disable: bool = False) -> Progress:
+    """The hunt's bar, as wide as the console: the check's name and the round's state are cut
+    (with an ellipsis) before the bar is, so it fits 80 columns."""
+    def cut(most: int) -> Column:
+        return Column(max_width=most, no_wrap=True, overflow="ellipsis")
+
+    return Progress(
+        TextColumn(f"[bold]hunt {name}", table_column=cut(20)),
+        TextColumn("{task.description}", table_column=cut(26)),
+        BarColumn(bar_width=None, table_column=Column(ratio=1)),
+        MofNCompleteColumn(table_column=Column(no_wrap=True)),
+        TimeElapsedColumn(table_column=Column(no_wrap=True)),
+        console=console, disable=disable, transient=True, expand=True,
+    )
 
 
 def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -115,11 +132,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
 
     errors = Console(stderr=True)
     show = not args.no_progress and sys.stderr.isatty()
-    progress = Progress(
-        TextColumn(f"[bold]hunt {name}"), TextColumn("{task.description}"), BarColumn(),
-        MofNCompleteColumn(), TimeElapsedColumn(),
-        console=errors, disable=not show, transient=True,
-    )
+    progress = hunt_progress(name, errors, disable=not show)
     task = progress.add_task("", total=args.budget)
 
     def tell(round_number: int, tried: int, found: int, shrinking: bool) -> None:

@@ -16,6 +16,7 @@ from sim.hunt.search import WRONG, Found, HuntResult
 from sim.hunt.space import ASSUMED, changes, lookup
 from sim.scenario import validate
 from sim.settings import BadInput
+from sim.show.table import Table, command, fit, width, wrap
 
 #: The scenario's tables, in the order a scenario file is usually written.
 TABLES = ("platform", "previous", "release", "check", "publish", "reconciler", "traffic")
@@ -175,23 +176,24 @@ def summary(result: HuntResult, paths: list[Path]) -> dict[str, Any]:
     }
 
 
-def table(result: HuntResult, paths: list[Path], check_arg: str) -> str:
-    """The summary for a person: one line per world found, then the counts by outcome."""
-    head = (
+def table(result: HuntResult, paths: list[Path], check_arg: str, at: int | None = None) -> str:
+    """The summary for a person: one row per world found, then the counts by outcome."""
+    at = width() if at is None else at
+    head = wrap(
         f"hunt {result.check} · base {result.base.name} · seed {result.seed} · budget "
-        f"{result.budget} · {result.worlds_tried} worlds tried in {result.rounds} rounds"
-    )
+        f"{result.budget} · {result.worlds_tried} worlds tried in {result.rounds} rounds", at)
     if not result.found:
-        return f"{head}\n\nno world fooled {result.check}: every verdict matched the ground truth"
-    rows = [("outcome", "kind", "changed from the base", "file")]
+        return "\n".join([*head, "", *wrap(
+            f"no world fooled {result.check}: every verdict matched the ground truth", at)])
+    rows = []
     for f, path in zip(result.found, paths, strict=True):
         diff = ", ".join(f"{k}={_show(v)}" for k, v in changes(result.base, f.world)) or "(the base)"
-        rows.append((f.outcome, f.diagnosis, diff, str(path)))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = [head, ""]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True)) + "  " + r[3]
-              for r in rows]
+        rows.append([f.outcome, f.diagnosis, diff, str(path)])
+    found = Table(["outcome", "kind", "changed from the base", "file"], rows, prose=frozenset({2}))
     counts = " · ".join(f"{o} {sum(f.outcome == o for f in result.found)}" for o in WRONG)
-    lines += ["", f"by outcome: {counts}"]
-    lines.append(f"reproduce one: testbed compare {paths[0]} {check_arg} --timeline {paths[0].stem}.png")
-    return "\n".join(lines)
+    again = f"testbed compare {paths[0]} {check_arg} --timeline {paths[0].stem}.png"
+    one_line = f"reproduce one: {again}"
+    return "\n".join([
+        *head, "", fit(found, at), "", *wrap(f"by outcome: {counts}", at),
+        *([one_line] if len(one_line) <= at else ["reproduce one:", *command(again, at)]),
+    ])

@@ -21,6 +21,7 @@ from sim.loader import load_checks
 from sim.publish.world import RunResult, run_checks
 from sim.scenario import Outcome, Scenario
 from sim.settings import BadInput, apply_sets, locate, read_toml, validated
+from sim.show.table import Table, fit, width
 
 
 class _Table(BaseModel):
@@ -124,19 +125,20 @@ def run_series(path: str, specs: Sequence[str]) -> SeriesResult:
     )
 
 
-def render(result: SeriesResult, checks: Sequence[str]) -> str:
-    """The series as a table: a row per publish, a column per check, then the tallies."""
-    width = max(len(p.label) for p in result.publishes) + 2
+def render(result: SeriesResult, checks: Sequence[str], at: int | None = None) -> str:
+    """The series as a table (fitted to ``at`` columns): a row per publish, a column per check."""
+    at = width() if at is None else at
     lines = [f"{result.name} · {len(result.publishes)} publishes", ""]
-    lines.append(" " * width + "".join(f"{c:<18}" for c in checks))
+    rows = []
     for publish in result.publishes:
         by_check = {r.check: r for r in publish.results}
         cells = []
         for check in checks:
             r = by_check[check]
             late = f" late +{r.late_failure_at_s:.0f}s" if r.late_failure_at_s is not None else ""
-            cells.append(f"{r.outcome}{late}"[:17].ljust(18))
-        lines.append(f"{publish.label:<{width}}" + "".join(cells))
+            cells.append(f"{r.outcome}{late}")
+        rows.append([publish.label, *cells])
+    lines.append(fit(Table(["publish", *checks], rows, across="check"), at))
     lines.append("")
     for check in checks:
         outcomes = result.outcomes(check)

@@ -9,6 +9,7 @@ from checks.timing import TimingResult
 from sim.rollout.config import RolloutScenario
 from sim.rollout.expect import Expectation
 from sim.rollout.result import RolloutResult
+from sim.show.table import Table, fit, width, wrap
 
 
 def timing_json(results: Sequence[TimingResult]) -> list[dict[str, Any]]:
@@ -83,44 +84,47 @@ def rollout_table(
     results: Sequence[RolloutResult],
     timing: Sequence[TimingResult],
     expectations: Sequence[Expectation] = (),
+    *,
     rows: bool = True,
+    at: int | None = None,
 ) -> str:
     """A table of runs (``rows=False``: none, for ``--summary``), then the totals and timing."""
-    lines = [f"rollout {scenario.name}: {describe(scenario)}", ""]
-    header = (
-        f"{'seed':>6}  {'deploy':<9}  {'requests':>8}  {'502':>4}  {'drain 503':>9}  "
-        f"{'all non-200':>13}  {'502 only':>12}  missing after deploy"
-    )
+    at = width() if at is None else at
+    lines = [*wrap(f"rollout {scenario.name}: {describe(scenario)}", at), ""]
     if rows:
-        lines.append(header)
-    for r in results if rows else ():
-        missing = "; ".join(f"{s.name}: {', '.join(s.missing)}" for s in r.servers if s.missing)
-        lines.append(
-            f"{r.seed:>6}  {r.deploy_status:<9}  {r.requests:>8}  {r.bad_gateway:>4}  "
-            f"{r.draining_503:>9}  {_share(r.non_200, r.answered):>13}  "
-            f"{_share(r.bad_gateway, r.answered):>12}  {missing or '-'}"
-        )
+        runs = [
+            [str(r.seed), r.deploy_status, str(r.requests), str(r.bad_gateway), str(r.draining_503),
+             _share(r.non_200, r.answered), _share(r.bad_gateway, r.answered),
+             "; ".join(f"{s.name}: {', '.join(s.missing)}" for s in r.servers if s.missing) or "-"]
+            for r in results
+        ]
+        header = ["seed", "deploy", "requests", "502", "drain 503", "all non-200", "502 only",
+                  "missing after deploy"]
+        lines.append(fit(Table(header, runs, right=frozenset({0, 2, 3, 4, 5, 6}),
+                               prose=frozenset({7})), at))
     total = aggregate(results)
     lines += [
-        "(shares are of every response logged: user requests and answered health checks)",
+        *wrap("(shares are of every response logged: user requests and answered health checks)", at),
         "",
-        f"over {total['runs']} run(s): {total['bad_gateway_total']} requests got 502 "
-        f"(mean {total['bad_gateway_mean']:g}, min {total['bad_gateway_min']}, "
-        f"max {total['bad_gateway_max']}; {total['runs_with_bad_gateway']} run(s) with any); "
-        f"{total['draining_503_total']} health-check 503s while draining (expected, not failures)",
-        f"watchdog repaired a server mid-deploy in {total['runs_with_repairs_mid_deploy']} run(s); "
-        f"deploy reported success with a component missing in "
-        f"{total['silent_breakage_runs']} run(s); {total['deploys_failed']} deploy(s) failed",
+        *wrap(f"over {total['runs']} run(s): {total['bad_gateway_total']} requests got 502 "
+              f"(mean {total['bad_gateway_mean']:g}, min {total['bad_gateway_min']}, "
+              f"max {total['bad_gateway_max']}; {total['runs_with_bad_gateway']} run(s) with "
+              f"any); {total['draining_503_total']} health-check 503s while draining "
+              "(expected, not failures)", at),
+        *wrap(f"watchdog repaired a server mid-deploy in {total['runs_with_repairs_mid_deploy']} "
+              f"run(s); deploy reported success with a component missing in "
+              f"{total['silent_breakage_runs']} run(s); {total['deploys_failed']} deploy(s) failed",
+              at),
         "",
         "timing invariants:",
-        *(f"  {t.explain()}" for t in timing),
     ]
+    for t in timing:
+        lines += wrap(t.explain(), at, "  ", "      ")
     if expectations:
         lines += ["", "expectations:"]
-        lines += [
-            f"  {'held' if e.held else 'NOT MET'}: {e.field} = {e.expected!r} ({e.observed})"
-            for e in expectations
-        ]
+        for e in expectations:
+            lines += wrap(f"{'held' if e.held else 'NOT MET'}: {e.field} = {e.expected!r} "
+                          f"({e.observed})", at, "  ", "      ")
     return "\n".join(lines)
 
 
@@ -129,8 +133,10 @@ def lint_json(source: str, timing: Sequence[TimingResult]) -> dict[str, Any]:
     return {"config": source, "ok": all(t.ok for t in timing), "invariants": timing_json(timing)}
 
 
-def lint_text(source: str, timing: Sequence[TimingResult]) -> str:
-    """One line per invariant, then the verdict."""
+def lint_text(source: str, timing: Sequence[TimingResult], at: int | None = None) -> str:
+    """One paragraph per invariant, then the verdict."""
+    at = width() if at is None else at
     broken = sum(1 for t in timing if not t.ok)
     verdict = "all timing invariants hold" if not broken else f"{broken} invariant(s) broken"
-    return "\n".join([*(t.explain() for t in timing), f"{source}: {verdict}"])
+    lines = [line for t in timing for line in wrap(t.explain(), at, "", "    ")]
+    return "\n".join([*lines, *wrap(f"{source}: {verdict}", at)])

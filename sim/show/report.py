@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sim.publish.compare import reason, verdict_word
 from sim.scenario import OUTCOMES
+from sim.show.table import Table, fit, fits, width, wrap
 
 if TYPE_CHECKING:
     from sim.loader import CheckSetup
@@ -39,16 +39,15 @@ def options_line(setup: CheckSetup) -> str:
     return "; ".join(groups) or "no options"
 
 
-def options(setups: Sequence[CheckSetup]) -> list[str]:
+def options(setups: Sequence[CheckSetup], at: int | None = None) -> list[str]:
     """The header lines saying which options each check ran with, and from where."""
     if not setups:
         return []
-    width = max(len(s.name) for s in setups) + 2
-    lines = ["options (default < scenario [check] < --check-opt):"]
+    at = width() if at is None else at
+    name = max(len(s.name) for s in setups) + 2
+    lines = wrap("options (default < scenario [check] < --check-opt):", at)
     for setup in setups:
-        wrapped = textwrap.wrap(options_line(setup), width=96 - width - 2)
-        lines.append(f"  {setup.name:<{width}}{wrapped[0]}")
-        lines += [" " * (width + 2) + more for more in wrapped[1:]]
+        lines += wrap(options_line(setup), at, f"  {setup.name:<{name}}", " " * (name + 2))
     return [*lines, ""]
 
 
@@ -69,59 +68,48 @@ def _rows(result: RunResult) -> list[tuple[str, str]]:
     ]
 
 
-def side_by_side(report: Comparison, run: SeedRun, debug: bool = False) -> str:
-    """One world: a column per check, then each check's reason in full.
+def side_by_side(
+    report: Comparison, run: SeedRun, debug: bool = False, at: int | None = None
+) -> str:
+    """One world: a column per check (folded or transposed to fit), then each check's reason.
 
     With ``debug``, the traceback of each check that raised follows its reason.
     """
+    at = width() if at is None else at
     results = run.results
     truth = "bad (its machines crash after the publish)" if run.release_bad else "good"
-    lines = [f"{report.scenario} · seed {run.seed} · the release is {truth}", "",
-             *options(report.setups)]
-    table = [("", [r.check for r in results])]
+    lines = [*wrap(f"{report.scenario} · seed {run.seed} · the release is {truth}", at), "",
+             *options(report.setups, at)]
     rows = [_rows(r) for r in results]
-    for i, (label, _) in enumerate(rows[0]):
-        table.append((label, [row[i][1] for row in rows]))
-    width = max(len(label) for label, _ in table) + 2
-    col = max(14, *(len(v) for _, values in table for v in values)) + 2
-    for label, values in table:
-        lines.append(f"{label:<{width}}" + "".join(f"{v:<{col}}" for v in values).rstrip())
-    lines.append("")
+    body = [[label, *(row[i][1] for row in rows)] for i, (label, _) in enumerate(rows[0])]
+    lines += [fit(Table(["", *(r.check for r in results)], body, across="check"), at), ""]
     for r in results:
-        wrapped = textwrap.fill(
-            reason(r), width=96, initial_indent=f"{r.check}: ",
-            subsequent_indent=" " * (len(r.check) + 2),
-        )
-        lines.append(wrapped)
+        lines += wrap(reason(r), at, f"{r.check}: ", " " * (len(r.check) + 2))
         if debug and r.error_detail:
             lines += ["    " + line for line in r.error_detail.rstrip().splitlines()]
     lines.append("")
-    lines.append("times are seconds after the publish began; 'site down' counts 404s only")
+    lines += wrap("times are seconds after the publish began; 'site down' counts 404s only", at)
     return "\n".join(lines)
 
 
-def summary(report: Comparison, debug: bool = False) -> str:
+def summary(report: Comparison, debug: bool = False, at: int | None = None) -> str:
     """Many seeds: outcome counts per check, with mean downtime and decision time.
 
     With ``debug``, the first traceback of each check that raised follows the table.
     """
+    at = width() if at is None else at
     outcomes = list(OUTCOMES)
     first, last = report.seed_range or (0, 0)
-    lines = [
-        f"{report.scenario} · {report.runs_count} seeds ({first}…{last})",
-        "",
-        *options(report.setups),
-        f"{'check':<20}" + "".join(f"{o:>12}" for o in outcomes) + f"{'mean down':>12}"
-        + f"{'mean decide':>13}",
-    ]
+    lines = [*wrap(f"{report.scenario} · {report.runs_count} seeds ({first}…{last})", at), "",
+             *options(report.setups, at)]
+    rows = []
     for name, counts in report.summary.items():
         stats = report.stats[name]
         mean = stats.mean_decided_s
-        decide = "-" if mean is None else f"{mean:.1f} s"
-        lines.append(
-            f"{name:<20}" + "".join(f"{counts.count(o):>12}" for o in outcomes)
-            + f"{stats.mean_down_s:>10.1f} s" + f"{decide:>13}"
-        )
+        rows.append([name, *(str(counts.count(o)) for o in outcomes), f"{stats.mean_down_s:.1f} s",
+                     "-" if mean is None else f"{mean:.1f} s"])
+    header = ["check", *outcomes, "mean down", "mean decide"]
+    lines.append(fit(Table(header, rows, right=frozenset(range(1, len(header))), across=""), at))
     if debug:
         for name in report.summary:
             stats = report.stats[name]
@@ -132,41 +120,51 @@ def summary(report: Comparison, debug: bool = False) -> str:
     return "\n".join(lines)
 
 
-def expectations(report: Comparison) -> str:
+def expectations(report: Comparison, at: int | None = None) -> str:
     """What the scenario's [expect] declared for the checks that ran, and whether it held."""
-    lines = []
+    at = width() if at is None else at
+    lines: list[str] = []
     if report.expect:
         failed = report.expectations_failed
         if not failed:
             held = ", ".join(f"{k} {v}" for k, v in report.expect.items())
-            lines.append(f"expectations held: {held}")
+            lines += wrap(f"expectations held: {held}", at)
         else:
             lines.append("expectations FAILED:")
-            lines += [
-                f"  seed {f.seed}: {f.check} expected {f.expected}, got {f.outcome}"
-                for f in failed
-            ]
+            for f in failed:
+                lines += wrap(f"seed {f.seed}: {f.check} expected {f.expected}, got {f.outcome}",
+                              at, "  ", "    ")
     if report.expect_not_run:
-        lines.append(f"not judged (did not run): {', '.join(report.expect_not_run)}")
+        lines += wrap(f"not judged (did not run): {', '.join(report.expect_not_run)}", at)
     return "\n".join(lines)
 
 
-def replayed(path: str, rows: Sequence[ReplayRow], debug: bool = False) -> str:
-    """Replay results: a line per (recorded run, check), reasons wrapped beneath."""
-    lines = [f"{path}: {len(rows)} replay(s)", ""]
+def replayed(path: str, rows: Sequence[ReplayRow], debug: bool = False,
+             at: int | None = None) -> str:
+    """Replay results: a line per (recorded run, check), each reason wrapped beneath it.
+
+    Where the table does not fit as it is, it is folded and the reasons follow it.
+    """
+    at = width() if at is None else at
+    lines = [*wrap(f"{path}: {len(rows)} replay(s)", at), ""]
     # Each distinct setup once: a recording of many runs usually builds each check alike.
     seen = list({(r.setup.name, options_line(r.setup)): r.setup for r in rows}.values())
-    lines += options(seen)
-    header = f"{'run':<28}{'check':<20}{'verdict':<9}{'decided':>10}{'looks':>12}"
-    lines.append(header)
-    for row in rows:
-        looks = f"{row.looks_used}/{row.looks_recorded}"
-        lines.append(
-            f"{(row.run or '-'):<28}{row.check:<20}{row.verdict or 'none':<9}"
-            f"{_s(row.decided_at_s):>10}{looks:>12}"
-        )
-        lines.append(textwrap.fill(row.reason, width=96, initial_indent="    ",
-                                   subsequent_indent="    "))
+    lines += options(seen, at)
+    table = Table(
+        ["run", "check", "verdict", "decided", "looks"],
+        [[row.run or "-", row.check, row.verdict or "none", _s(row.decided_at_s),
+          f"{row.looks_used}/{row.looks_recorded}"] for row in rows],
+        right=frozenset({3, 4}),
+    )
+    beneath = fits(table, at)
+    drawn = fit(table, at).splitlines()
+    lines += drawn[:2] if beneath else [*drawn, ""]
+    for i, row in enumerate(rows):
+        if beneath:
+            lines.append(drawn[2 + i])
+            lines += wrap(row.reason, at, "    ")
+        else:
+            lines += wrap(row.reason, at, f"{row.run or '-'} {row.check}: ", "    ")
         if debug and row.error_detail:
             lines += ["      " + line for line in row.error_detail.rstrip().splitlines()]
     return "\n".join(lines)
@@ -179,16 +177,39 @@ def _tally(counts: OutcomeCounts | None) -> str:
     return ", ".join(f"{outcome.replace('_', ' ')} {n}" for outcome, n in ordered)
 
 
-def checks_table(rules: Mapping[str, str], reports: Sequence[Comparison], runs: int) -> str:
-    """A Markdown table: each check, the rule it models, its outcomes on each scenario."""
+def checks_table(rules: Mapping[str, str], reports: Sequence[Comparison], runs: int,
+                 markdown: bool = False, at: int | None = None) -> str:
+    """Each check, the rule it models, its outcomes on each scenario: for a terminal, or Markdown."""
     names = [r.scenario for r in reports]
-    lines = [
-        "| check | rule it models | " + " | ".join(f"`{n}`" for n in names) + " |",
-        "|---|---|" + "---|" * len(names),
-    ]
-    for check, rule in rules.items():
-        cells = [_tally(r.summary.get(check)) for r in reports]
-        lines.append(f"| `{check}` | {rule} | " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append(f"Outcomes over {runs} seeds per scenario, from each scenario's own seed.")
+    outcomes = [[check, *(_tally(r.summary.get(check)) for r in reports)] for check in rules]
+    footer = f"Outcomes over {runs} seeds per scenario, from each scenario's own seed."
+    if markdown:
+        lines = [
+            "| check | rule it models | " + " | ".join(f"`{n}`" for n in names) + " |",
+            "|---|---|" + "---|" * len(names),
+        ]
+        for (check, rule), (_, *cells) in zip(rules.items(), outcomes, strict=True):
+            lines.append(f"| `{check}` | {rule} | " + " | ".join(cells) + " |")
+        return "\n".join([*lines, "", footer])
+    at = width() if at is None else at
+    return "\n".join([
+        fit(Table(["check", "rule it models"], list(map(list, rules.items())),
+                  prose=frozenset({1})), at),
+        "",
+        fit(Table(["check", *names], outcomes, across="scenario"), at),
+        "",
+        *wrap(footer, at),
+    ])
+
+
+def listing(sections: Mapping[str, Mapping[str, str]], at: int | None = None) -> str:
+    """Named things under titles, a line each (descriptions folded to fit): ``testbed list``."""
+    at = width() if at is None else at
+    lines = []
+    # One name width for every section, so their descriptions line up.
+    name = max((len(n) for found in sections.values() for n in found), default=0)
+    for title, found in sections.items():
+        lines += wrap(title, at)
+        rows = [["  " + n.ljust(name), text] for n, text in found.items()]
+        lines.append(fit(Table(["", ""], rows, prose=frozenset({1}), headed=False), at))
     return "\n".join(lines)

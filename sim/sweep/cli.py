@@ -18,6 +18,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Column
 from rich.text import Text
 
 from sim.checklimits import add_check_limits, apply_check_limits
@@ -40,6 +41,26 @@ class _RateColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
         return Text("-- worlds/s" if speed is None else f"{speed:,.0f} worlds/s")
+
+
+#: The sweep's name is cut (with an ellipsis) past this, so the bar fits 80 columns.
+NAME_COLUMNS = 20
+
+
+def sweep_progress(name: str, console: Console, disable: bool = False) -> Progress:
+    """The sweep's bar, as wide as the console: the bar takes what the other columns leave.
+
+    At 80 columns: name 20, counts 11 (``10000/10000``), rate, elapsed, ETA and the bar.
+    """
+    return Progress(
+        TextColumn(f"[bold]{name}", table_column=Column(max_width=NAME_COLUMNS, no_wrap=True,
+                                                          overflow="ellipsis")),
+        BarColumn(bar_width=None, table_column=Column(ratio=1)),
+        *(column(table_column=Column(no_wrap=True)) for column in (
+            MofNCompleteColumn, _RateColumn, TimeElapsedColumn)),
+        TextColumn("ETA"), TimeRemainingColumn(table_column=Column(no_wrap=True)),
+        console=console, disable=disable, expand=True,
+    )
 
 
 def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -85,11 +106,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.heatmap:
         check_image("--heatmap", Path(args.heatmap), args.force)
     errors = Console(stderr=True)
-    progress = Progress(
-        TextColumn(f"[bold]{sweep.name}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
-        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-        console=errors, disable=args.no_progress,
-    )
+    progress = sweep_progress(sweep.name, errors, args.no_progress)
     if args.heatmap:
         # Before any work: a missing plotting library must not cost the whole sweep.
         try:

@@ -15,6 +15,7 @@ from sim.frames import FLOAT, INT, TEXT, frame
 from sim.outputs import check_output, write_atomic
 from sim.publish.compare import SCHEMA_VERSION, OutcomeCounts
 from sim.settings import BadInput
+from sim.show.table import Table, fit, width, wrap
 from sim.sweep.units import Row, check_names, columns
 
 if TYPE_CHECKING:
@@ -143,27 +144,25 @@ def summarise(result: SweepResult) -> SweepSummary:
     )
 
 
-def summary_table(summary: SweepSummary) -> str:
-    """The summary as a fixed-width table, one line per check."""
-    lines = [
-        f"{summary.sweep} · base {summary.scenario} · {summary.points} points x "
-        f"{summary.seeds} seed(s) = {summary.units_done}/{summary.units} worlds",
-        "",
-        f"{'check':<16}{'bad':>8}{'missed':>8}{'miss rate':>11}{'good':>8}{'f.alarms':>10}"
-        f"{'f.a. rate':>11}{'median decide':>15}{'blind':>7}{'undecided':>11}{'errors':>8}",
-    ]
+def summary_table(summary: SweepSummary, at: int | None = None) -> str:
+    """The summary as a table, one row per check, fitted to ``at`` columns."""
+    at = width() if at is None else at
+    head = (f"{summary.sweep} · base {summary.scenario} · {summary.points} points x "
+            f"{summary.seeds} seed(s) = {summary.units_done}/{summary.units} worlds")
 
     def pct(value: float | None) -> str:
         return "-" if value is None else f"{value:.1%}"
 
+    rows = []
     for name, c in summary.checks.items():
         median = "-" if c.median_decision_s is None else f"{c.median_decision_s:.1f} s"
-        lines.append(
-            f"{name:<16}{c.bad_worlds:>8}{c.counts.missed:>8}{pct(c.miss_rate):>11}"
-            f"{c.good_worlds:>8}{c.counts.false_alarm:>10}{pct(c.false_alarm_rate):>11}"
-            f"{median:>15}{c.counts.blind:>7}{c.counts.undecided:>11}{c.counts.error:>8}"
-        )
-    return "\n".join(lines)
+        rows.append([name, str(c.bad_worlds), str(c.counts.missed), pct(c.miss_rate),
+                     str(c.good_worlds), str(c.counts.false_alarm), pct(c.false_alarm_rate),
+                     median, str(c.counts.blind), str(c.counts.undecided), str(c.counts.error)])
+    header = ["check", "bad", "missed", "miss rate", "good", "f.alarms", "f.a. rate",
+              "median decide", "blind", "undecided", "errors"]
+    table = Table(header, rows, right=frozenset(range(1, len(header))), across="")
+    return "\n".join([*wrap(head, at), "", fit(table, at)])
 
 
 def _csv_cell(value: Any) -> str:

@@ -1,0 +1,273 @@
+"""A terminal that fits (issue 13): tables at the terminal's width, bars in 80 columns.
+
+Every human table is drawn at COLUMNS (off a terminal; 100 when unset): no line is wider,
+and whatever the width, every check name and verdict the run's ``--json`` reports is still
+printed whole. The same command prints the same bytes twice.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import Counter
+
+import pytest
+from rich.console import Console
+
+from sim.cli import main
+from sim.hunt.cli import hunt_progress
+from sim.show import table
+from sim.show.report import LOUD
+from sim.show.table import DEFAULT_WIDTH, MIN_WIDTH, Table, fit, fits, wrap
+from sim.sweep.cli import sweep_progress
+
+WIDTHS = (80, 200)
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    main(argv)
+    return capsys.readouterr().out
+
+
+def _widest(text: str) -> int:
+    return max(len(line) for line in text.splitlines())
+
+
+# --- the width -------------------------------------------------------------------------
+
+
+def test_off_a_terminal_the_width_is_columns_or_the_default(monkeypatch):
+    """COLUMNS sets the width; unset, a pipe gets DEFAULT_WIDTH; junk in COLUMNS is ignored."""
+    monkeypatch.setenv("COLUMNS", "123")
+    assert table.width() == 123
+    monkeypatch.delenv("COLUMNS")
+    assert table.width() == DEFAULT_WIDTH
+    monkeypatch.setenv("COLUMNS", "wide")
+    assert table.width() == DEFAULT_WIDTH
+    monkeypatch.setenv("COLUMNS", "10")
+    assert table.width() == MIN_WIDTH
+
+
+# --- fitting one table -----------------------------------------------------------------
+
+NARROW_TALL = Table(["", "a", "b"], [[f"row {i}", f"{i}", f"{i * i}"] for i in range(12)],
+                    across="col")
+
+
+def test_a_table_that_fits_is_drawn_as_it_is():
+    """Header first, then one line per row, in the given order."""
+    lines = fit(NARROW_TALL, 80).splitlines()
+    assert lines[0].split() == ["a", "b"]
+    assert [line.split()[:2] for line in lines[2:]] == [["row", str(i)] for i in range(12)]
+
+
+def test_a_wide_table_is_transposed_when_that_fits():
+    """Columns become rows: the row labels head the columns, the corner names the old header."""
+    wide = NARROW_TALL.transposed()
+    assert wide.header[0] == "col"
+    assert not fits(wide, 60)
+    lines = fit(wide, 60).splitlines()
+    assert lines[0].split() == ["a", "b"]
+    assert [line.split()[:2] for line in lines[2:]] == [["row", str(i)] for i in range(12)]
+    assert _widest("\n".join(lines)) <= 60
+
+
+def test_a_table_too_wide_both_ways_folds_into_blocks_with_every_cell_whole():
+    """Blocks repeat the row labels; each cell appears whole, on one line; none wider than asked."""
+    cells = [[f"check-{i}", *(f"verdict-{i}-{j}" for j in range(9))] for i in range(9)]
+    wide = Table(["check", *(f"scenario-{j}" for j in range(9))], cells)
+    text = fit(wide, 60)
+    assert _widest(text) <= 60
+    for row in cells:
+        for cell in row:
+            assert cell in text
+    assert text.count("check-0") >= 2  # the labels are repeated in each block
+
+
+def test_blocks_are_as_even_as_fit():
+    """Six columns that need two blocks are split three and three."""
+    wide = Table(["", *(f"c{j}" for j in range(6))], [["x", *("y" * 12 for _ in range(6))]])
+    blocks = fit(wide, 60, transpose=False).split("\n\n")
+    assert [len(b.splitlines()[0].split()) for b in blocks] == [3, 3]
+
+
+def test_prose_folds_inside_its_cell_and_a_column_too_wide_alone_still_fits():
+    """A prose column wraps within the width; a single over-wide column folds rather than cuts."""
+    long = " ".join(["word"] * 60)
+    prose = fit(Table(["name", "text"], [["n", long]], prose=frozenset({1})), 50)
+    assert _widest(prose) <= 50
+    assert prose.count("word") == 60
+    huge = fit(Table(["k", "v"], [["k", "x" * 130]]), 50)
+    assert _widest(huge) <= 50
+    assert huge.count("x") == 130
+
+
+def test_wrap_keeps_hyphenated_names_whole():
+    """Check names such as min-healthy-time are never broken at their hyphens."""
+    lines = wrap("the check min-healthy-time " * 10, 40)
+    assert all(len(line) <= 40 for line in lines)
+    assert sum(line.count("min-healthy-time") for line in lines) == 10
+
+
+# --- every command ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_compare_fits_and_shows_every_check_and_verdict(columns, monkeypatch, capsys):
+    """One world side by side: within COLUMNS, with each check, its verdict and its outcome."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    text = _run(["compare", "sept25-crash-loop"], capsys)
+    doc = json.loads(_run(["compare", "sept25-crash-loop", "--json"], capsys))
+    assert _widest(text) <= columns
+    for result in doc["runs"][0]["results"]:
+        assert result["check"] in text
+        assert (result["verdict"] or "none") in text
+        assert LOUD.get(result["outcome"], result["outcome"]) in text
+    assert text == _run(["compare", "sept25-crash-loop"], capsys)  # the same bytes again
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_compare_summary_fits_and_shows_every_check_and_count(columns, monkeypatch, capsys):
+    """Over seeds: within COLUMNS, every check and every outcome named, each count shown."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    argv = ["compare", "sept25-crash-loop", "--runs", "12", "--summary"]
+    text = _run(argv, capsys)
+    summary = json.loads(_run([*argv, "--json"], capsys))["summary"]
+    assert _widest(text) <= columns
+    words = text.split()
+    for check, counts in summary.items():
+        assert check in words
+        for outcome, n in counts.items():
+            assert outcome in words
+            assert str(n) in words
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_checks_fits_and_shows_every_scenario_check_and_tally(columns, monkeypatch, capsys):
+    """The checks x scenarios table: within COLUMNS, every scenario, check and tally whole."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    argv = ["checks", "--runs", "1", "--check", "count", "--check", "timestamp",
+            "--check", "min-healthy-time"]
+    text = _run(argv, capsys)
+    doc = json.loads(_run([*argv, "--json"], capsys))
+    assert _widest(text) <= columns
+    for scenario, by_check in doc["outcomes"].items():
+        assert scenario in text
+        for check, counts in by_check.items():
+            assert check in text
+            for outcome, n in counts.items():
+                if n:
+                    assert f"{outcome.replace('_', ' ')} {n}" in text
+
+
+def test_checks_markdown_is_the_readme_table(capsys):
+    """--markdown prints the Markdown table the README embeds, one row per check."""
+    text = _run(["checks", "--runs", "1", "--check", "count", "--markdown"], capsys)
+    assert text.startswith("| check | rule it models | ")
+    assert "\n| `count` | " in text
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_replay_fits_and_shows_every_check_and_verdict(columns, monkeypatch, capsys, tmp_path):
+    """Replayed looks: within COLUMNS, each run's check and verdict printed."""
+    looks = tmp_path / "looks.jsonl"
+    main(["compare", "sept25-crash-loop", "--record", str(looks)])
+    monkeypatch.setenv("COLUMNS", str(columns))
+    text = _run(["replay", str(looks)], capsys)
+    doc = json.loads(_run(["replay", str(looks), "--json"], capsys))
+    assert _widest(text) <= columns
+    for row in doc["results"]:
+        assert row["check"] in text
+        assert (row["verdict"] or "none") in text
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_rollout_fits_and_shows_every_run(columns, monkeypatch, capsys):
+    """A rollout's runs: within COLUMNS, each seed's deploy status and 502 count."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    argv = ["rollout", "original", "--runs", "3"]
+    text = _run(argv, capsys)
+    doc = json.loads(_run([*argv, "--json"], capsys))
+    assert _widest(text) <= columns
+    rows = {tuple(line.split()[:4]) for line in text.splitlines()}
+    for run in doc["runs"]:
+        assert (str(run["seed"]), run["deploy"]["status"], str(run["requests"]),
+                str(run["bad_gateway"])) in rows
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_series_lint_and_list_fit(columns, monkeypatch, capsys):
+    """series, lint-timing and list: within COLUMNS, with every publish outcome and name."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    text = _run(["series", "sept25-three-publishes"], capsys)
+    doc = json.loads(_run(["series", "sept25-three-publishes", "--json"], capsys))
+    assert _widest(text) <= columns
+    for publish in doc["publishes"]:
+        assert publish["label"] in text
+        for check, outcome in publish["outcomes"].items():
+            assert check in text
+            assert outcome in text
+    assert _widest(_run(["lint-timing", "original"], capsys)) <= columns
+    listed = _run(["list"], capsys)
+    assert _widest(listed) <= columns
+    for name in ("sept25-crash-loop", "slow-crash-loop", "fixed", "original"):
+        assert f"  {name} " in listed
+    assert _widest(_run(["list", "--profiles"], capsys)) <= columns
+
+
+@pytest.mark.parametrize("columns", WIDTHS)
+def test_sweep_and_hunt_fit(columns, monkeypatch, capsys, tmp_path):
+    """sweep's summary and hunt's findings: within COLUMNS, every check and file named."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.chdir(tmp_path)  # the files found are named as a user sees them: found/...
+    sweep = tmp_path / "small.toml"
+    sweep.write_text('name = "small"\nscenario = "sept25-crash-loop"\n'
+                     'checks = ["count", "timestamp", "min-healthy-time"]\nseeds = 1\n'
+                     '[axes]\n"release.crash_after_s" = [2.5, 8.0]\n')
+    argv = ["sweep", str(sweep), "--workers", "1", "--no-progress", "--out",
+            str(tmp_path / "rows.csv")]
+    text = _run(argv, capsys)
+    doc = json.loads(_run([*argv, "--json"], capsys))
+    assert _widest(text) <= columns
+    for check in doc["checks"]:
+        assert check in text
+    hunt = ["hunt", "--check", "count", "--budget", "20", "--no-progress", "--out", "found"]
+    text = _run(hunt, capsys)
+    found = json.loads(_run([*hunt, "--json"], capsys))["found"]
+    assert _widest(text) <= columns
+    assert found
+    for world in found:
+        assert world["file"] in text
+
+
+# --- progress bars ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bar", [sweep_progress, hunt_progress])
+def test_progress_bars_fit_80_columns(bar):
+    """A long name, large counts and a long round description still draw within 80 columns."""
+    console = Console(width=80, file=io.StringIO(), record=True, force_terminal=True,
+                      color_system=None)
+    progress = bar("crash_period_vs_look_delay_and_then_some", console)
+    task = progress.add_task("round 12 · 3 found · shrinking", total=100_000)
+    progress.update(task, completed=54_321)
+    console.print(progress.get_renderable())
+    drawn = console.export_text()
+    assert drawn.strip()
+    assert _widest(drawn) <= 80
+    assert "54321/100000" in drawn
+
+
+def test_a_table_with_no_room_loses_nothing():
+    """Where rich would cut a cell or drop a column, the cells fold, or each row becomes
+    ``header: value`` lines: never wider, every character still printed."""
+    few = Table(["name", "text"], [["n" * 30, "some prose words here and there"]],
+                prose=frozenset({1}))
+    many = Table(["row", *(f"h{j}" for j in range(30))], [["r", *(f"v{j}" for j in range(30))]],
+                 prose=frozenset({1}))
+    for wide in (few, many):
+        text = fit(wide, 25)
+        assert _widest(text) <= 25
+        printed = Counter("".join(text.split()))
+        assert not Counter("".join("".join(wide.rows[0]).split())) - printed
