@@ -46,3 +46,19 @@ def test_notebook_runs_and_every_drawing_cell_shows_a_figure(path: Path, tmp_pat
         if _draws(cell.source):
             assert pngs, f"{path.name} cell {index} draws but displayed no figure"
     assert images >= 1, f"{path.name} displayed no figure at all"
+
+
+# Where the notebooks are listed for readers: each must name every notebook there is.
+LISTS = ("README.md", "docs/timelines.md", "notebooks/README.md")
+
+
+@pytest.mark.parametrize("doc", LISTS)
+def test_docs_list_exactly_the_notebooks(doc: str) -> None:
+    """Every notebooks/*.ipynb is named in the doc, and every notebook it names exists."""
+    text = (ROOT / doc).read_text()
+    for path in NOTEBOOKS:
+        assert re.search(rf"`(notebooks/)?{re.escape(path.stem)}(\.ipynb)?`", text), (
+            f"{doc} does not mention {path.name}"
+        )
+    named = set(re.findall(r"([A-Za-z0-9_]+)\.ipynb", text))
+    assert named <= {p.stem for p in NOTEBOOKS}, f"{doc} names missing notebooks"

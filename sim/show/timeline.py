@@ -40,7 +40,8 @@ class Window:
     """The capped event list one look saw on one machine.
 
     ``kept`` are the times of the events still in the list (the snapshot), ``dropped`` the
-    times of the events that had fallen off by then; ``row`` stacks overlapping windows.
+    times of the events that had fallen off by then; ``row`` is the look's row under its
+    check's lane (one row per look, so consecutive lists sit one above the other).
     """
 
     look: int
@@ -72,7 +73,6 @@ class Lane:
     marks: tuple[Mark, ...]
     windows: tuple[Window, ...]
     gave_up_at_s: float | None
-    rows: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,9 +160,8 @@ def _windows(
     looks: Sequence[RecordedLook],
     *,
     publish_ms: int,
-    max_rows: int,
-) -> tuple[tuple[Window, ...], int]:
-    """Each look's window on one machine, and how many rows they take on the lane."""
+) -> tuple[Window, ...]:
+    """Each look's window on one machine."""
     windows = []
     for number, recorded in enumerate(looks, start=1):
         snapshot = recorded.look.machines[machine_index]
@@ -173,17 +172,15 @@ def _windows(
         at_s = (recorded.look.at_ms - publish_ms) / 1000
         kept = tuple((e.timestamp - publish_ms) / 1000 for e in kept_events)
         dropped = tuple((e.timestamp - publish_ms) / 1000 for e in trace_events[:dropped_count])
-        # One row per look, so consecutive lists sit one above the other for comparison.
-        row = (number - 1) % max_rows
-        windows.append(Window(number, machine_id, at_s, kept, kept_events, dropped, row))
-    return tuple(windows), max(1, min(len(looks), max_rows))
+        windows.append(Window(number, machine_id, at_s, kept, kept_events, dropped, number - 1))
+    return tuple(windows)
 
 
 def _publish_ms(trace: Trace) -> int:
     return trace.epoch_ms + round(trace.publish_at_s * 1000)
 
 
-def from_result(result: RunResult, max_rows: int = 4) -> Timeline:
+def from_result(result: RunResult) -> Timeline:
     """Lay out a traced run (``run(..., trace=True)``) for plotting."""
     trace = result.trace
     if trace is None:
@@ -195,12 +192,9 @@ def from_result(result: RunResult, max_rows: int = 4) -> Timeline:
     for index, machine in enumerate(trace.machines):
         changes = [(t - trace.publish_at_s, state) for t, state in machine.states]
         marks, gave_up = _marks(machine.events, publish_ms)
-        windows, rows = _windows(
-            index, machine.id, machine.events, result.looks, publish_ms=publish_ms,
-            max_rows=max_rows,
-        )
+        windows = _windows(index, machine.id, machine.events, result.looks, publish_ms=publish_ms)
         intervals = _intervals(changes, end_s, result.rollback, result.decided_at_s)
-        lanes.append(Lane(machine.id, intervals, marks, windows, gave_up, rows))
+        lanes.append(Lane(machine.id, intervals, marks, windows, gave_up))
     site_bounds = [(t - trace.publish_at_s, outcome) for t, outcome in trace.site]
     site = tuple(
         Interval(a, b, outcome, "")
@@ -221,3 +215,22 @@ def from_result(result: RunResult, max_rows: int = 4) -> Timeline:
         start_s=start_s,
         end_s=end_s,
     )
+
+
+def world_run(timelines: Sequence[Timeline]) -> tuple[int, str]:
+    """Which run's machines a shared figure draws, and why, in a few words.
+
+    Every check runs in the same world, identical until a check decides; after that a
+    rollback changes it. The machine lanes show the first run whose check passed (nothing
+    rolled back: the release as it really went), else the run whose check decided last
+    (undecided counts as last), so the crash loop is shown for as long as any check watched.
+    """
+    for index, timeline in enumerate(timelines):
+        if timeline.verdict is not None and timeline.verdict.ok and timeline.rollback is None:
+            return index, "it passed: nothing was rolled back"
+    ends = [t.end_s if t.decided_at_s is None else t.decided_at_s for t in timelines]
+    index = ends.index(max(ends))
+    last = timelines[index]
+    if last.decided_at_s is None:
+        return index, "it never decided"
+    return index, f"it decided last, at {last.decided_at_s:+.1f} s"
