@@ -88,7 +88,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     progress = Progress(
         TextColumn(f"[bold]{sweep.name}"), BarColumn(), MofNCompleteColumn(), _RateColumn(),
         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-        console=errors, disable=args.no_progress,
+        # On a terminal only (as hunt's): piped or logged, its one last line is noise, and
+        # `2>&1 | head` would end the sweep at that write, before its rows are saved.
+        console=errors, disable=args.no_progress or not errors.is_terminal,
     )
     if args.heatmap:
         # Before any work: a missing plotting library must not cost the whole sweep.
