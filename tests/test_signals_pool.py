@@ -376,3 +376,25 @@ def test_a_signal_mid_run_ends_every_command_quietly(
     else:
         assert err.strip() == ("testbed: terminated" if signum == signal.SIGTERM
                                else "testbed: interrupted")
+
+
+def test_junit_refuses_a_symlink_and_follows_the_umask(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--junit goes through sim.outputs: a symlink is refused (the rename would replace it),
+    and the report is made with the umask's permissions, not 0600."""
+    target = tmp_path / "target.xml"
+    target.write_text("previous\n")
+    (tmp_path / "link.xml").symlink_to(target)
+    with pytest.raises(SystemExit) as refused:
+        main(["compare", "sept25-crash-loop", "--junit", str(tmp_path / "link.xml")])
+    assert refused.value.code == 2
+    assert "is a symlink" in capsys.readouterr().err
+    assert (tmp_path / "link.xml").is_symlink()
+    assert target.read_text() == "previous\n"
+    umask = os.umask(0o022)
+    try:
+        assert main(["compare", "sept25-crash-loop", "--junit", str(tmp_path / "r.xml")]) == 0
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "r.xml").stat().st_mode & 0o777 == 0o644
