@@ -12,14 +12,15 @@ run is byte-identical.
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
+
+from sim.outputs import check_output, write_atomic
+from sim.settings import BadInput
 
 if TYPE_CHECKING:
     from sim.publish.compare import Comparison
@@ -63,6 +64,10 @@ def report_path(path: str) -> Path:
         raise argparse.ArgumentTypeError(f"{path} is a folder, expected a file name")
     if not out.resolve().parent.is_dir():
         raise argparse.ArgumentTypeError(f"{path}: folder {out.parent} does not exist")
+    try:  # a device or a symlink would be replaced by the rename (as root: /dev/null)
+        check_output("--junit", out)
+    except BadInput as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix(f"--junit {path}: ")) from None
     return out
 
 
@@ -124,13 +129,12 @@ def write(path: Path | None, suites: Sequence[Suite]) -> None:
     """Write the report atomically (a reader never sees half a file); no path, no report."""
     if path is None:
         return
-    tree = ET.ElementTree(document(suites))
-    ET.indent(tree)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.resolve().parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            tree.write(handle, encoding="utf-8", xml_declaration=True)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    root = document(suites)
+    ET.indent(root)
+    text = ET.tostring(root, encoding="utf-8", xml_declaration=True).decode()
+
+    def put(handle: IO[str]) -> None:
+        handle.write(text)
+
+    # Through sim.outputs: the umask's permissions, and a Ctrl-C mid-write keeps the file whole.
+    write_atomic(path, put, newline="")

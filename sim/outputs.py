@@ -4,7 +4,9 @@ Every file a command writes (``--out``, ``--record``, ``--details``, ``--timelin
 ``--heatmap``) is checked by ``check_output`` before the first world runs, so a bad path
 costs nothing, and written by ``write_atomic``: a temporary file in the same folder, then a
 rename, so a reader never sees half a file, an old file survives a failure or Ctrl-C, and
-no temporary file is left behind.
+no temporary file is left behind. A Ctrl-C or SIGTERM during that write waits for it to end
+(the rows a user waited for are kept), then ends the command; a second one abandons the
+write, which keeps the previous file.
 
 A directory, a missing folder, a folder we cannot write in are bad input. A device node
 (``/dev/null``) or a symbolic link is refused unless ``--force``: a rename would replace
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from sim.settings import BadInput
+from sim.signals import held
 
 
 def check_output(option: str, path: Path, force: bool = False) -> Path:
@@ -76,13 +79,20 @@ def write_atomic(
 ) -> None:
     """Write text to ``path`` whole or not at all (a device, allowed by --force: in place).
 
-    The file is made with the umask's permissions, as ``open`` would make it.
+    The file is made with the umask's permissions, as ``open`` would make it. The first
+    Ctrl-C or SIGTERM while writing is held until the file is in place (``sim.signals.held``).
     """
     if is_special(path):
+        # A device or a pipe may block for ever (a FIFO nobody reads): Ctrl-C ends it now.
         with path.open("w", encoding="utf-8", newline=newline) as handle:
             write(handle)
         return
-    path = path.resolve()
+    with held():
+        _replace(path.resolve(), write, newline)
+
+
+def _replace(path: Path, write: Callable[[IO[str]], None], newline: str | None) -> None:
+    """Write a temporary file beside ``path`` and rename it over ``path``; on failure, remove it."""
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as handle:

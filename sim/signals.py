@@ -2,15 +2,25 @@
 
 Both become ``checks.drive.Interrupt`` subclasses, which the check driver lets through,
 while a ``KeyboardInterrupt`` a user's check raises itself is that check's ``error``.
+``held`` lets a short final write finish before the signal ends the command, and
+``die_with`` ends a pool's worker when the process that started it is gone, even by
+SIGKILL, which that process cannot catch.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import threading
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 from checks.drive import Interrupt
+
+#: A worker's exit status when it ends because its parent is gone (nobody reads it: the
+#: forkserver reaps it; it only tells such an end apart in a debugger).
+EXIT_ORPHANED = 70
 
 
 class Terminated(Interrupt):
@@ -47,3 +57,77 @@ def restore_signals(previous: Any) -> None:
     if previous is not None:
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM while a short step finishes; then deliver the first one.
+
+    For the final write of an output: the rows a user waited for are written whole, and
+    only then does the command end as the signal asks (130 or 143). A second signal while
+    held is delivered at once, abandoning the step (a write keeps the previous file).
+    In a thread other than the main one (no handlers there) this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kinds = (signal.SIGINT, signal.SIGTERM)
+    previous: dict[int, Any] = {kind: signal.getsignal(kind) for kind in kinds}
+    arrived: list[int] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        if previous[signum] == signal.SIG_IGN:
+            return
+        if arrived:
+            _deliver(signum, frame, previous[signum])
+        arrived.append(signum)
+
+    for kind in kinds:
+        signal.signal(kind, hold)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if arrived:
+        # The handler in place again (ours: Interrupted or Terminated) takes it from here;
+        # raise_signal runs it before returning, so the step's caller sees the exception.
+        signal.raise_signal(arrived[0])
+
+
+def _deliver(signum: int, frame: Any, handler: Any) -> None:
+    """Do now what ``handler`` (the one ``held`` replaced) would have done with the signal."""
+    if callable(handler):
+        handler(signum, frame)
+    elif signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    else:
+        # SIG_DFL would end the process where it stands; raising lets cleanup run first.
+        raise SystemExit(128 + signum)
+
+
+class Readable(Protocol):
+    """The read end of a pipe (``multiprocessing.connection.Connection``)."""
+
+    def recv_bytes(self) -> bytes:
+        """Block until a message comes or the other end is closed (EOFError)."""
+
+
+def die_with(parent: Readable) -> None:
+    """End this process at once when every holder of the pipe's write end is gone.
+
+    A pool's parent keeps the write end and never writes; when it ends, however it ends
+    (SIGKILL included), the kernel closes it, and this thread sees end of file. Without
+    this an orphaned worker blocks for ever writing its result to a pipe nobody reads,
+    and keeps the forkserver, the resource tracker and the caller's stdout and stderr
+    open with it. (``PR_SET_PDEATHSIG`` cannot say it: a forkserver worker's parent is
+    the server, which lives as long as its workers do.)
+    """
+
+    def watch() -> None:
+        with contextlib.suppress(EOFError, OSError):
+            while True:
+                parent.recv_bytes()
+        os._exit(EXIT_ORPHANED)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()

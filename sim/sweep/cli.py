@@ -106,7 +106,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.heatmap:
         check_image("--heatmap", Path(args.heatmap), args.force)
     errors = Console(stderr=True)
-    progress = sweep_progress(sweep.name, errors, args.no_progress)
+    # On a terminal only (as hunt's): piped or logged, its one last line is noise, and
+    # `2>&1 | head` would end the sweep at that write, before its rows are saved.
+    progress = sweep_progress(sweep.name, errors, args.no_progress or not errors.is_terminal)
     if args.heatmap:
         # Before any work: a missing plotting library must not cost the whole sweep.
         try:

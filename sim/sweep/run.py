@@ -7,7 +7,9 @@ background, or on a Dask cluster; rows are put back in unit order.
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
+import signal
 import statistics
 import threading
 import time
@@ -15,6 +17,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass
 
 from sim.settings import BadInput
+from sim.signals import Readable, die_with
 from sim.sweep.file import Sweep
 from sim.sweep.output import SweepSummary, summarise
 from sim.sweep.units import Progress, Row, run_units
@@ -121,12 +124,12 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _ignore_sigint() -> None:
+def _start_worker(parent: Readable) -> None:
+    """A worker's first step: ignore Ctrl-C, and end when the parent is gone."""
     # Ctrl-C goes to the whole process group; the parent decides what stops, so workers
     # finish the task in hand instead of dying mid-row.
-    import signal  # noqa: PLC0415 (only the workers need it)
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with(parent)
 
 
 def _warm() -> None:
@@ -141,15 +144,18 @@ class _Pool:
     """
 
     def __init__(self, workers: int) -> None:
-        import multiprocessing  # noqa: PLC0415
-
         # forkserver: workers start from a clean server process, never from a parent
         # that runs a progress-bar thread.
         context = multiprocessing.get_context("forkserver")
         # The server imports what a task needs (this module imports it all) once, for all workers.
         context.set_forkserver_preload([__name__])
+        # Only this process holds the write end (a forkserver child inherits no descriptor
+        # it is not handed): each worker watches the read end and ends with this process,
+        # however it ends. The forkserver and the resource tracker end once the workers
+        # have, as they are waiting for the workers' copies of their own pipes to close.
+        self._alive_r, self._alive_w = context.Pipe(duplex=False)
         self.executor = ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_ignore_sigint
+            workers, mp_context=context, initializer=_start_worker, initargs=(self._alive_r,)
         )
         self.workers = workers
         self.warming: list[Future[None]] = []
@@ -178,6 +184,9 @@ class _Pool:
         """Stop the workers (see ``ProcessPoolExecutor.shutdown``)."""
         self._starter.join()
         self.executor.shutdown(wait=wait, cancel_futures=cancel_futures)
+        if wait:  # the workers are gone: nothing watches the pipe any more
+            self._alive_w.close()
+            self._alive_r.close()
 
 
 def _start_pool(workers: int) -> _Pool:
