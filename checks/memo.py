@@ -55,7 +55,3 @@ class LookMemo(Generic[S]):
     def keep(self, key: object, looks: Sequence[Look], state: S) -> None:
         """Remember ``state`` as the fold of every look in ``looks`` under ``key``."""
         self._local.slot = (key, list(looks), state)
-
-    def clear(self) -> None:
-        """Forget the state kept in this thread (a drive that ended)."""
-        self._local.slot = None
