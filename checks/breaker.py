@@ -81,7 +81,7 @@ class _Tally:
     replay of the whole timeline.
     """
 
-    __slots__ = ("failures", "healthy", "timeline", "threshold", "replayed", "count", "counted")
+    __slots__ = ("count", "counted", "failures", "healthy", "replayed", "threshold", "timeline")
 
     def __init__(self) -> None:
         self.failures: set[tuple[str, int]] = set()

@@ -80,7 +80,7 @@ class _Outcome:
 class _Reads:
     """flyctl's per-machine progress over the looks so far, folded look by look."""
 
-    __slots__ = ("asleep", "opened", "due", "reads", "done")
+    __slots__ = ("asleep", "done", "due", "opened", "reads")
 
     def __init__(self, first: Look) -> None:
         #: Machines asleep in the publish's first look: skipped, never checked.
@@ -170,14 +170,14 @@ class FlyctlSmokeCheck:
             return Wait(0.0)
         if lost := lost_machines(self.name, looks):
             return lost
-        key = (self, publish_started_ms)
-        resumed = _READS.take(key, looks)
+        # The reads depend on the options and the looks, not on the publish time.
+        resumed = _READS.take(self, looks)
         reads, done = resumed if resumed is not None else (_Reads(looks[0]), 0)
         for look in looks[done:]:
             if verdict := self._read(reads, look, publish_started_ms):
                 return verdict
         step = self._wait(reads, looks[-1], publish_started_ms)
-        _READS.keep(key, looks, reads)
+        _READS.keep(self, looks, reads)
         return step
 
     def _read(self, state: _Reads, look: Look, publish_started_ms: int) -> Verdict | None:

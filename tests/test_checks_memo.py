@@ -1,27 +1,25 @@
-"""The fold memo (checks.memo): the same steps as a fold from the first look, less work per call.
+"""The fold memo (checks.memo) gives the same steps as a fold from the first look.
 
-Two properties. (1) Driven as a driver drives it (one more look per call, with detours:
-a shorter prefix, another sequence, another publish time), every memoised check
-answers exactly what the same check answers from scratch, computed in a fresh thread
-(its memo slot is empty there, so it folds every look). ``lost_machines`` is also held
-to a plain re-implementation of its rule. (2) The snapshots a check visits per call
-do not grow with the number of looks before it (counted by an instrumented look, not
-timed).
+Driven as a driver drives it (one more look per call, with detours: a shorter prefix,
+another sequence, another publish time), every memoised check answers exactly what the
+same check answers from scratch, computed in a fresh thread (its memo slot is empty
+there, so it folds every look). ``lost_machines`` is also held to a plain
+re-implementation of its rule. That the work per call does not grow with the looks
+before it: tests/test_checks_exact_memo.py (fast, so mutation testing runs it).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from hypothesis import given, note
 from hypothesis import strategies as st
 
 from checks import Event, Look, MachineSnapshot, Verdict, make_check
 from checks.failsafe import lost_machines
-from checks.memo import LookMemo
 from checks.protocol import Check, Step
-from exact_events import T0
+from tests.exact_events import T0
 
 #: Every check whose ``next`` keeps a fold between calls, with options that reach each rule.
 MEMOISED: list[tuple[str, dict[str, object]]] = [
@@ -137,101 +135,3 @@ def test_lost_machines_resumed_names_the_machine_the_rule_names(drawn: list[Look
         assert verdict.machine == machine_id
         assert f"seen at {at} ms" in verdict.reason
         return
-
-
-def test_memo_is_used_only_for_the_same_key_and_a_prefix() -> None:
-    """take() gives the state back for a longer sequence with that prefix, never otherwise."""
-    memo: LookMemo[str] = LookMemo()
-    a, b, c = (Look(T0 + k, ()) for k in range(3))
-    assert memo.take("k", [a]) is None
-    memo.keep("k", [a, b], "state")
-    assert memo.take("k", [a, b, c]) == ("state", 2)
-    assert memo.take("k", [a, b, c]) is None  # taken: the slot is empty until kept again
-    memo.keep("k", [a, b], "state")
-    assert memo.take("other", [a, b, c]) is None
-    memo.keep("k", [a, b], "state")
-    assert memo.take("k", [a]) is None
-    memo.keep("k", [a, b], "state")
-    assert memo.take("k", [a, c, b]) is None
-    memo.keep("k", [a, b], "state")
-    assert memo.take("k", (Look(T0, ()), Look(T0 + 1, ()))) == ("state", 2)  # equal looks do
-
-
-def test_memo_is_per_thread() -> None:
-    """A state kept in one thread is not seen in another."""
-    memo: LookMemo[str] = LookMemo()
-    a = Look(T0, ())
-    memo.keep("k", [a], "state")
-    seen: list[object] = []
-    thread = threading.Thread(target=lambda: seen.append(memo.take("k", [a])))
-    thread.start()
-    thread.join()
-    assert seen == [None]
-    assert memo.take("k", [a]) == ("state", 1)
-
-
-class CountedMachines(tuple[MachineSnapshot, ...]):
-    """A look's machines that count every snapshot handed out by iteration."""
-
-    visits = 0
-
-    def __iter__(self) -> Iterator[MachineSnapshot]:
-        for machine in super().__iter__():
-            CountedMachines.visits += 1
-            yield machine
-
-
-def waiting_looks(machines: int, looks: int, state: str, start_ms: int | None) -> list[Look]:
-    """Looks 1 s apart at machines in ``state`` (newest start ``start_ms`` after the publish)."""
-    events = (Event("start", "started", T0 + start_ms),) if start_ms is not None else ()
-    events += (Event("update", "replaced", T0, "user"), Event("launch", "created", T0 - 60_000, "user"))
-    return [
-        Look(T0 + 1_000 * k, CountedMachines(
-            MachineSnapshot(f"m{i}", state, "app", events, T0 + 1_000 * k, 0) for i in range(machines)
-        ))
-        for k in range(1, looks + 1)
-    ]
-
-
-#: Worlds in which each check keeps waiting for 50 looks: the visits of every call are counted.
-STILL_WAITING: list[tuple[str, dict[str, object], str, int | None]] = [
-    ("min-healthy-time", {"min_healthy_s": 100}, "started", 500),
-    ("min-healthy-time", {"min_healthy_s": 100, "rule": "kubernetes"}, "started", 500),
-    ("flyctl-smoke", {}, "starting", None),
-    ("circuit-breaker", {"healthy_after_s": 100}, "started", 500),
-    ("restart-counter", {"start_timeout_s": 100}, "starting", None),
-]
-
-
-def visits_per_call(name: str, options: dict[str, object], given_looks: list[Look]) -> list[int]:
-    """The snapshots the check visits at each call, as a driver calls it (one more look each)."""
-    check = make_check(name, options)
-    driven: list[Look] = []
-    counts = []
-    for look in given_looks:
-        driven.append(look)
-        CountedMachines.visits = 0
-        step = check.next(T0, driven)
-        assert not isinstance(step, Verdict), step
-        counts.append(CountedMachines.visits)
-    return counts
-
-
-def test_work_per_call_does_not_grow_with_the_looks_before_it() -> None:
-    """The 50th call visits no more snapshots than the 2nd: each look is folded once."""
-    for name, options, state, start_ms in STILL_WAITING:
-        counts = visits_per_call(name, options, waiting_looks(20, 50, state, start_ms))
-        assert max(counts[1:]) == counts[1], (name, options, counts)
-        assert counts[1] <= 6 * 20, (name, options, counts)  # a few passes over one look
-
-
-def test_without_the_memo_the_work_would_grow() -> None:
-    """The counter sees growth where it exists: a fresh thread per call folds every look."""
-    given_looks = waiting_looks(5, 10, "started", 500)
-    check = make_check("min-healthy-time", {"min_healthy_s": 100})
-    counts = []
-    for n in (2, 10):
-        CountedMachines.visits = 0
-        from_scratch(check, T0, given_looks[:n])
-        counts.append(CountedMachines.visits)
-    assert counts[1] > counts[0]
