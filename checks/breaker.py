@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from checks.failsafe import lost_machines
+from checks.memo import LookMemo
 from checks.minhealthy import newest_start_ms
 from checks.model import Look, MachineSnapshot, Verdict, Wait
 from checks.protocol import Step
@@ -23,6 +24,27 @@ def ecs_threshold(desired: int, percent: int = 50) -> int:
     return min(ECS_MAX_THRESHOLD, max(ECS_MIN_THRESHOLD, math.ceil(desired * percent / 100)))
 
 
+def _crashes(look: Look, publish_started_ms: int) -> Iterator[tuple[str, int]]:
+    """The crash exits since the publish one look shows: (machine, timestamp)."""
+    for machine in look.machines:
+        for event in machine.crashes_since(publish_started_ms):
+            yield machine.id, event.timestamp
+
+
+def _healthy_runs(
+    look: Look, publish_started_ms: int, healthy_after_ms: float
+) -> Iterator[tuple[tuple[str, int], float]]:
+    """The runs since the publish one look shows healthy: ((machine, start), turned healthy)."""
+    for machine in look.machines:
+        if machine.state != "started":
+            continue
+        start = newest_start_ms(machine)
+        if start is None or start < publish_started_ms:
+            continue
+        if machine.at_ms - start >= healthy_after_ms:
+            yield (machine.id, start), start + healthy_after_ms
+
+
 def failed_starts(looks: Sequence[Look], publish_started_ms: int) -> list[tuple[str, int]]:
     """Every distinct crash exit since the publish seen in any look: (machine, timestamp).
 
@@ -30,13 +52,7 @@ def failed_starts(looks: Sequence[Look], publish_started_ms: int) -> list[tuple[
     looks counts once. Crashes that came and went between two looks (more events than
     the list's cap) are never seen and never counted.
     """
-    seen = {
-        (machine.id, event.timestamp)
-        for look in looks
-        for machine in look.machines
-        for event in machine.crashes_since(publish_started_ms)
-    }
-    return sorted(seen)
+    return sorted({crash for look in looks for crash in _crashes(look, publish_started_ms)})
 
 
 def healthy_tasks(
@@ -50,15 +66,77 @@ def healthy_tasks(
     """
     seen: dict[tuple[str, int], float] = {}
     for look in looks:
-        for machine in look.machines:
-            if machine.state != "started":
-                continue
-            start = newest_start_ms(machine)
-            if start is None or start < publish_started_ms:
-                continue
-            if machine.at_ms - start >= healthy_after_ms:
-                seen.setdefault((machine.id, start), start + healthy_after_ms)
+        for run, at in _healthy_runs(look, publish_started_ms, healthy_after_ms):
+            seen.setdefault(run, at)
     return sorted((at, machine_id) for (machine_id, _), at in seen.items())
+
+
+class _Tally:
+    """The breaker's timeline of healthy moments and failures, and its replay so far.
+
+    Folded look by look: each look adds the crashes and healthy runs it shows first. The
+    replay (in time order; at one instant a reset goes first, so the failure counts) goes
+    on from where it stopped while what a look adds comes after everything replayed, and
+    starts over when it does not (or when the threshold changed), so it always equals a
+    replay of the whole timeline.
+    """
+
+    __slots__ = ("count", "counted", "failures", "healthy", "replayed", "threshold", "timeline")
+
+    def __init__(self) -> None:
+        self.failures: set[tuple[str, int]] = set()
+        self.healthy: set[tuple[str, int]] = set()
+        #: (time, 0 for a healthy moment or 1 for a failure, machine), sorted.
+        self.timeline: list[tuple[float, int, str]] = []
+        self.threshold = 0
+        self.replayed = self.count = 0
+        self.counted: list[str] = []
+
+    def see(self, look: Look, publish_started_ms: int, healthy_after_ms: float) -> None:
+        """Add what this look shows first to the timeline."""
+        new: list[tuple[float, int, str]] = []
+        for crash in _crashes(look, publish_started_ms):
+            if crash not in self.failures:
+                self.failures.add(crash)
+                new.append((float(crash[1]), 1, crash[0]))
+        for run, at in _healthy_runs(look, publish_started_ms, healthy_after_ms):
+            if run not in self.healthy:
+                self.healthy.add(run)
+                new.append((at, 0, run[0]))
+        new.sort()
+        timeline = self.timeline
+        if new and timeline and new[0] < timeline[-1]:
+            timeline.extend(new)
+            timeline.sort()
+            self.restart(self.threshold)
+        else:
+            timeline.extend(new)
+
+    def restart(self, threshold: int) -> None:
+        """Replay from the start, against this threshold."""
+        self.threshold = threshold
+        self.replayed = self.count = 0
+        self.counted = []
+
+    def replay(self, reset_on_healthy_task: bool) -> bool:
+        """Replay what is not replayed yet; True once the count reaches the threshold."""
+        timeline = self.timeline
+        while self.replayed < len(timeline):
+            _, kind, machine_id = timeline[self.replayed]
+            self.replayed += 1
+            if kind == 0:
+                if reset_on_healthy_task:
+                    self.count, self.counted = 0, []
+                continue
+            self.count += 1
+            self.counted.append(machine_id)
+            if self.count >= self.threshold:
+                return True
+        return False
+
+
+#: The tally of the looks so far, kept between a drive's calls (see ``checks.memo``).
+_TALLIES: LookMemo[_Tally] = LookMemo()
 
 
 @dataclass(frozen=True)
@@ -122,25 +200,22 @@ class CircuitBreakerCheck:
             return lost
         latest = looks[-1]
         threshold = self.threshold_for(len(latest.machines))
-        failures = failed_starts(looks, publish_started_ms)
+        key = (self, publish_started_ms)
+        resumed = _TALLIES.take(key, looks)
+        tally, done = resumed if resumed is not None else (_Tally(), 0)
         healthy_after_ms = self.healthy_after_s * 1000
-        healthy = healthy_tasks(looks, publish_started_ms, healthy_after_ms)
-        # Replay in time order; at one instant a reset goes first, so the failure counts.
-        timeline = sorted(
-            [(at, 0, machine_id) for at, machine_id in healthy]
-            + [(float(at), 1, machine_id) for machine_id, at in failures]
-        )
-        count = 0
-        counted: list[str] = []
-        for _, kind, machine_id in timeline:
-            if kind == 0:
-                if self.reset_on_healthy_task:
-                    count, counted = 0, []
-                continue
-            count += 1
-            counted.append(machine_id)
-            if count >= threshold:
-                return self._tripped(counted, threshold, len(latest.machines))
+        for look in looks[done:]:
+            tally.see(look, publish_started_ms, healthy_after_ms)
+        if threshold != tally.threshold:
+            tally.restart(threshold)
+        if tally.replay(self.reset_on_healthy_task):
+            return self._tripped(tally.counted, threshold, len(latest.machines))
+        step = self._judge(tally.count, threshold, latest, publish_started_ms)
+        if isinstance(step, Wait):
+            _TALLIES.keep(key, looks, tally)
+        return step
+
+    def _judge(self, count: int, threshold: int, latest: Look, publish_started_ms: int) -> Step:
         for machine in latest.machines:
             if machine.gave_up:
                 # ECS would replace the stopped task; here nothing will restart it, so the

@@ -4,7 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from checks.memo import LookMemo
 from checks.model import Look, Verdict
+
+#: Every machine id seen in the looks before the newest, at the first look that had it
+#: (in the order the looks list them), kept between calls (see ``checks.memo``).
+_SEEN: LookMemo[dict[str, int]] = LookMemo()
+
+
+def first_seen(looks: Sequence[Look], seen: dict[str, int] | None = None) -> dict[str, int]:
+    """Each machine id in ``looks`` -> the time of the first look that lists it, in that order.
+
+    ``seen``: the map for the looks before these, extended in place.
+    """
+    seen = {} if seen is None else seen
+    for look in looks:
+        for machine in look.machines:
+            seen.setdefault(machine.id, look.at_ms)
+    return seen
 
 
 def lost_machines(name: str, looks: Sequence[Look]) -> Verdict | None:
@@ -12,9 +29,10 @@ def lost_machines(name: str, looks: Sequence[Look]) -> Verdict | None:
 
     A check that judges "every machine" would pass vacuously on a look with no machines,
     and a machine that vanished from the API's answer cannot be shown healthy: either
-    way the gate cannot see what it approves, so it fails safe and says why. Linear in
-    the snapshots seen, so a driver calling it at every look stays quadratic at worst
-    in the number of looks only.
+    way the gate cannot see what it approves, so it fails safe and says why. The machine
+    named is the first missing one in look order. A driver that calls it with one more
+    look each time folds each look once (the ids seen are kept between calls), so its
+    work per call is the newest look's machines.
     """
     if not looks:
         return None
@@ -26,16 +44,20 @@ def lost_machines(name: str, looks: Sequence[Look]) -> Verdict | None:
             "shown healthy; a gate that sees nothing must not approve",
             layer="no-machines",
         )
+    before = looks[:-1]
+    resumed = _SEEN.take(None, before)
+    seen, done = resumed if resumed is not None else ({}, 0)
+    first_seen(before[done:], seen)
     present = {m.id for m in latest.machines}
-    for look in looks[:-1]:
-        for machine in look.machines:
-            if machine.id not in present:
-                return Verdict(
-                    False,
-                    f"{name}: machine {machine.id}, seen at {look.at_ms} ms, is missing from "
-                    f"the look at {latest.at_ms} ms; a machine that vanished cannot be shown "
-                    "healthy",
-                    machine.id,
-                    layer="machine-missing",
-                )
-    return None
+    missing = seen.keys() - present
+    if not missing:
+        _SEEN.keep(None, before, seen)
+        return None
+    machine_id = next(key for key in seen if key in missing)
+    return Verdict(
+        False,
+        f"{name}: machine {machine_id}, seen at {seen[machine_id]} ms, is missing from "
+        f"the look at {latest.at_ms} ms; a machine that vanished cannot be shown healthy",
+        machine_id,
+        layer="machine-missing",
+    )

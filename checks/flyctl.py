@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from checks.failsafe import lost_machines
+from checks.memo import LookMemo
 from checks.model import Event, Look, MachineSnapshot, Verdict, Wait
 from checks.protocol import Step
 from checks.reasons import describe, since
@@ -74,6 +75,25 @@ class _Outcome:
     passed: bool
     layer: str
     machine: MachineSnapshot
+
+
+class _Reads:
+    """flyctl's per-machine progress over the looks so far, folded look by look."""
+
+    __slots__ = ("asleep", "done", "due", "opened", "reads")
+
+    def __init__(self, first: Look) -> None:
+        #: Machines asleep in the publish's first look: skipped, never checked.
+        self.asleep = frozenset(m.id for m in first.machines if m.state in ASLEEP)
+        #: Per machine: when its smoke window opened, its next read is due, reads so far.
+        self.opened: dict[str, int] = {}
+        self.due: dict[str, float] = {}
+        self.reads: dict[str, int] = {}
+        self.done: dict[str, _Outcome] = {}
+
+
+#: The reads of the looks so far, kept between a drive's calls (see ``checks.memo``).
+_READS: LookMemo[_Reads] = LookMemo()
 
 
 @dataclass(frozen=True)
@@ -150,47 +170,58 @@ class FlyctlSmokeCheck:
             return Wait(0.0)
         if lost := lost_machines(self.name, looks):
             return lost
-        asleep = {m.id for m in looks[0].machines if m.state in ASLEEP}
-        #: Per machine: when its smoke window opened, its next read is due, reads so far.
-        opened: dict[str, int] = {}
-        due: dict[str, float] = {}
-        reads: dict[str, int] = {}
-        done: dict[str, _Outcome] = {}
+        # The reads depend on the options and the looks, not on the publish time.
+        resumed = _READS.take(self, looks)
+        reads, done = resumed if resumed is not None else (_Reads(looks[0]), 0)
+        for look in looks[done:]:
+            if verdict := self._read(reads, look, publish_started_ms):
+                return verdict
+        step = self._wait(reads, looks[-1], publish_started_ms)
+        _READS.keep(self, looks, reads)
+        return step
+
+    def _read(self, state: _Reads, look: Look, publish_started_ms: int) -> Verdict | None:
+        """Take one look's reads of every undecided machine; a verdict if one decides the deploy."""
+        opened, due, reads, done = state.opened, state.due, state.reads, state.done
         window_ms = self.window_s * 1000
-        for look in looks:
-            for machine in look.machines:
-                key = machine.id
-                if key in done:
-                    continue
-                if key in asleep:
-                    done[key] = _Outcome(True, "skipped", machine)
-                    continue
-                if key not in opened:
-                    if machine.state in self.wait_states:
-                        opened[key] = look.at_ms
-                        due[key] = look.at_ms
-                        reads[key] = 0
-                    elif look.at_ms - publish_started_ms >= self.wait_timeout_s * 1000:
-                        return self._wait_timeout(machine, publish_started_ms)
-                    else:
-                        continue
-                if look.at_ms >= opened[key] + window_ms:
-                    done[key] = _Outcome(True, "window-ran-out", machine)
-                    continue
-                if look.at_ms < due[key]:
-                    continue
-                crashing = is_constantly_restarting(machine)
-                if not crashing and self._uptime_ms(machine) > self.min_uptime_s * 1000:
-                    done[key] = _Outcome(True, "uptime", machine)
-                elif crashing:
-                    return self._crashing(machine, publish_started_ms)
+        for machine in look.machines:
+            key = machine.id
+            if key in done:
+                continue
+            if key in state.asleep:
+                done[key] = _Outcome(True, "skipped", machine)
+                continue
+            if key not in opened:
+                if machine.state in self.wait_states:
+                    opened[key] = look.at_ms
+                    due[key] = look.at_ms
+                    reads[key] = 0
+                elif look.at_ms - publish_started_ms >= self.wait_timeout_s * 1000:
+                    return self._wait_timeout(machine, publish_started_ms)
                 else:
-                    backoff_s = self.backoff_min_s * 2 ** reads[key]
-                    due[key] = look.at_ms + min(backoff_s, self.backoff_max_s) * 1000
-                    reads[key] += 1
-            if all(m.id in done for m in look.machines):
-                return self._passed(look, done, publish_started_ms)
-        latest = looks[-1]
+                    continue
+            if look.at_ms >= opened[key] + window_ms:
+                done[key] = _Outcome(True, "window-ran-out", machine)
+                continue
+            if look.at_ms < due[key]:
+                continue
+            crashing = is_constantly_restarting(machine)
+            if not crashing and self._uptime_ms(machine) > self.min_uptime_s * 1000:
+                done[key] = _Outcome(True, "uptime", machine)
+            elif crashing:
+                return self._crashing(machine, publish_started_ms)
+            else:
+                backoff_s = self.backoff_min_s * 2 ** reads[key]
+                due[key] = look.at_ms + min(backoff_s, self.backoff_max_s) * 1000
+                reads[key] += 1
+        if all(m.id in done for m in look.machines):
+            return self._passed(look, done, publish_started_ms)
+        return None
+
+    def _wait(self, state: _Reads, latest: Look, publish_started_ms: int) -> Wait:
+        """Wait until the soonest read or deadline of a machine still undecided."""
+        opened, due, done = state.opened, state.due, state.done
+        window_ms = self.window_s * 1000
         waits = []
         for machine in latest.machines:
             if machine.id in done:

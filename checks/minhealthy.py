@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from checks.failsafe import lost_machines
+from checks.memo import LookMemo
 from checks.model import Look, MachineSnapshot, Verdict, Wait
 from checks.protocol import Step
 from checks.reasons import describe, since
@@ -57,6 +58,37 @@ class _Run:
         ):
             return None
         return last.at_ms - self.start
+
+
+@dataclass(slots=True)
+class _Fold:
+    """Every machine's run and the last look that made progress, folded look by look."""
+
+    last_progress_ms: int
+    runs: dict[str, _Run] = field(default_factory=dict)
+    ready_before: int = 0
+    available_before: int = 0
+
+    def see(self, look: Look, publish_started_ms: int, need_ms: float) -> None:
+        """Fold the next look: each machine's run, and whether the look made progress."""
+        runs = self.runs
+        ready = available = 0
+        for machine in look.machines:
+            run = runs.get(machine.id)
+            if run is None:
+                run = runs[machine.id] = _Run()
+            run.see(machine, publish_started_ms)
+            up = run.up_ms(publish_started_ms)
+            if up is not None and run.touched:
+                ready += 1
+                available += up >= need_ms
+        if ready > self.ready_before or available > self.available_before:
+            self.last_progress_ms = look.at_ms
+        self.ready_before, self.available_before = ready, available
+
+
+#: The fold of the looks so far, kept between a drive's calls (see ``checks.memo``).
+_FOLDS: LookMemo[_Fold] = LookMemo()
 
 
 @dataclass(frozen=True)
@@ -114,23 +146,19 @@ class MinHealthyTimeCheck:
         if lost := lost_machines(self.name, looks):
             return lost
         need_ms = self.min_healthy_s * 1000
-        runs: dict[str, _Run] = {}
-        last_progress_ms = publish_started_ms
-        ready_before = available_before = 0
-        for look in looks:
-            ready = available = 0
-            for machine in look.machines:
-                run = runs.get(machine.id)
-                if run is None:
-                    run = runs[machine.id] = _Run()
-                run.see(machine, publish_started_ms)
-                up = run.up_ms(publish_started_ms)
-                if up is not None and run.touched:
-                    ready += 1
-                    available += up >= need_ms
-            if ready > ready_before or available > available_before:
-                last_progress_ms = look.at_ms
-            ready_before, available_before = ready, available
+        key = (self, publish_started_ms)
+        resumed = _FOLDS.take(key, looks)
+        fold, done = resumed if resumed is not None else (_Fold(publish_started_ms), 0)
+        for look in looks[done:]:
+            fold.see(look, publish_started_ms, need_ms)
+        step = self._judge(fold, publish_started_ms, looks)
+        if isinstance(step, Wait):
+            _FOLDS.keep(key, looks, fold)
+        return step
+
+    def _judge(self, fold: _Fold, publish_started_ms: int, looks: Sequence[Look]) -> Step:
+        need_ms = self.min_healthy_s * 1000
+        runs, last_progress_ms = fold.runs, fold.last_progress_ms
         latest = looks[-1]
         judged = [(m, runs[m.id]) for m in latest.machines if runs[m.id].touched]
         if self.rule == "nomad":

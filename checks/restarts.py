@@ -6,10 +6,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from checks.failsafe import lost_machines
+from checks.memo import LookMemo
 from checks.model import Look, MachineSnapshot, Verdict, Wait
 from checks.protocol import Step
 from checks.reasons import describe, since
-from checks.started import await_started, wait_at_least
+from checks.started import awaiting, wait_at_least
+
+
+class _Watch:
+    """Each machine's counter at its first look, and when all first read started."""
+
+    __slots__ = ("baseline", "started_at")
+
+    def __init__(self) -> None:
+        self.baseline: dict[str, MachineSnapshot] = {}
+        self.started_at: int | None = None
+
+
+#: The watch over the looks so far, kept between a drive's calls (see ``checks.memo``).
+_WATCHES: LookMemo[_Watch] = LookMemo()
 
 
 @dataclass(frozen=True)
@@ -46,32 +61,44 @@ class RestartCounterCheck:
             return Wait(0.0)
         if lost := lost_machines(self.name, looks):
             return lost
-        baseline: dict[str, MachineSnapshot] = {}
-        started_at: int | None = None
-        for look in looks:
-            all_started = all(m.state == "started" for m in look.machines)
-            for machine in look.machines:
-                first = baseline.setdefault(machine.id, machine)
-                if verdict := self._compare(first, machine, publish_started_ms):
-                    return verdict
-                if started_at is not None and machine.state != "started":
-                    return Verdict(
-                        False,
-                        f"machine {machine.id} read started at "
-                        f"{since(started_at, publish_started_ms)} but not at "
-                        f"{since(look.at_ms, publish_started_ms)} "
-                        f"({describe(machine, publish_started_ms)}) and its restart counter "
-                        f"is unchanged at {machine.restart_counter}: it went down and the "
-                        "platform did not restart it",
-                        machine.id,
-                        layer="went-down",
-                    )
-            if started_at is None and all_started:
-                started_at = look.at_ms
-        found = await_started(self, publish_started_ms, looks)
-        if not isinstance(found, int):
-            return found
-        assert started_at is not None
+        # The watch depends on the looks alone (not on the options or the publish time).
+        resumed = _WATCHES.take(None, looks)
+        watch, done = resumed if resumed is not None else (_Watch(), 0)
+        for look in looks[done:]:
+            if verdict := self._see(watch, look, publish_started_ms):
+                return verdict
+        step = self._judge(watch.started_at, publish_started_ms, looks)
+        if isinstance(step, Wait):
+            _WATCHES.keep(None, looks, watch)
+        return step
+
+    def _see(self, watch: _Watch, look: Look, publish_started_ms: int) -> Verdict | None:
+        """Fold one look: a verdict if a counter moved or a machine went down, else None."""
+        baseline, started_at = watch.baseline, watch.started_at
+        all_started = all(m.state == "started" for m in look.machines)
+        for machine in look.machines:
+            first = baseline.setdefault(machine.id, machine)
+            if verdict := self._compare(first, machine, publish_started_ms):
+                return verdict
+            if started_at is not None and machine.state != "started":
+                return Verdict(
+                    False,
+                    f"machine {machine.id} read started at "
+                    f"{since(started_at, publish_started_ms)} but not at "
+                    f"{since(look.at_ms, publish_started_ms)} "
+                    f"({describe(machine, publish_started_ms)}) and its restart counter "
+                    f"is unchanged at {machine.restart_counter}: it went down and the "
+                    "platform did not restart it",
+                    machine.id,
+                    layer="went-down",
+                )
+        if started_at is None and all_started:
+            watch.started_at = look.at_ms
+        return None
+
+    def _judge(self, started_at: int | None, publish_started_ms: int, looks: Sequence[Look]) -> Step:
+        if started_at is None:
+            return awaiting(self, publish_started_ms, looks[-1])
         watched_s = (looks[-1].at_ms - started_at) / 1000
         if watched_s >= self.look_delay_s:
             counters = ", ".join(f"{m.id} {m.restart_counter}" for m in looks[-1].machines)

@@ -49,7 +49,11 @@ def await_started(check: AwaitsStart, publish_started_ms: int, looks: Sequence[L
     found = first_all_started(looks)
     if found is not None:
         return found
-    latest = looks[-1]
+    return awaiting(check, publish_started_ms, looks[-1])
+
+
+def awaiting(check: AwaitsStart, publish_started_ms: int, latest: Look) -> Wait | Verdict:
+    """Not every machine has read started in one look yet: the next poll, or the timeout."""
     waited_s = (latest.at_ms - publish_started_ms) / 1000
     if waited_s >= check.start_timeout_s:
         waiting = next(m for m in latest.machines if m.state != "started")
