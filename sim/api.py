@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from checks import Check, Look, Verdict, Wait
 from checks.drive import check_name
@@ -205,7 +205,8 @@ def _factory(check: CheckLike | CheckFactory) -> CheckFactory:
 
         return from_spec
     if callable(getattr(check, "next", None)) and not isinstance(check, type):
-        return lambda options: check  # an object runs as it is in every world
+        same = cast(Check, check)
+        return lambda options: same  # an object runs as it is in every world
     if callable(check):
         return check
     raise BadInput(f"check: a spec, a check (with next()) or a factory of checks (got {check!r})")
