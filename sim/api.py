@@ -227,7 +227,8 @@ def hunt(
     and its ``diagnosis``. A spec is built per world with that world's ``[check]`` options
     (the hunt varies ``look_delay_s`` and ``poll_s``); an object runs as it is; a callable
     ``factory(options) -> check`` builds one per world. ``budget`` is worlds tried per
-    round; the same ``seed`` finds the same worlds.
+    round; the same ``seed`` finds the same worlds. ``progress(round, tried, found,
+    shrinking)`` is told after every world tried (``testbed hunt`` draws its bar with it).
     """
     if not 1 <= budget <= MAX_BUDGET:
         raise BadInput(f"budget: must be from 1 to {MAX_BUDGET:,} (got {budget})")
