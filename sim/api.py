@@ -1,4 +1,5 @@
-"""The front door in Python: load a scenario, run a check, compare checks over seeds, sweep.
+"""The front door in Python: load a scenario, run a check, compare checks over seeds, sweep,
+roll a deploy out behind a load balancer, hunt for the worlds that fool a check.
 
 Each function takes what the command line takes (a shipped name or a path, check specs,
 ``--set`` and ``--check-opt`` values) or the loaded value itself, and returns frozen
@@ -16,15 +17,23 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from checks import Check, Look, Verdict, Wait
+from checks.drive import check_name
 from sim.frames import frame
-from sim.loader import CheckSetup, build_checks, setups
+from sim.hunt.cli import DEFAULT_BUDGET, DEFAULT_SCENARIO, MAX_BUDGET
+from sim.hunt.search import CheckFactory, Found, HuntResult, Progress
+from sim.hunt.search import hunt as _hunt
+from sim.loader import CheckSetup, build_checks, load_checks, setups
 from sim.publish.compare import RESULT_DTYPES, Comparison, OutcomeCounts, SeedRun
 from sim.publish.compare import compare as _compare
 from sim.publish.world import RunResult
 from sim.publish.world import run as _run
+from sim.rollout.config import RolloutScenario
+from sim.rollout.config import load as _load_rollout
+from sim.rollout.result import RolloutResult
+from sim.rollout.runs import RolloutRuns, run_rollout
 from sim.scenario import Scenario, load
 from sim.settings import BadInput, validated
 from sim.strategies import GuaranteeBroken, assert_guarantee, worlds
@@ -38,10 +47,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "App", "BadInput", "Check", "Comparison", "GuaranteeBroken", "Look", "OutcomeCounts",
-    "RunResult", "Scenario", "SeedRun", "Sweep", "SweepRows", "SweepSummary", "Verdict", "Wait",
-    "assert_guarantee", "build", "compare", "drive_world", "load_scenario", "run", "sweep",
-    "world", "worlds",
+    "App", "BadInput", "Check", "Comparison", "Found", "GuaranteeBroken", "HuntResult", "Look",
+    "OutcomeCounts", "RolloutResult", "RolloutRuns", "RolloutScenario", "RunResult", "Scenario",
+    "SeedRun", "Sweep", "SweepRows", "SweepSummary", "Verdict", "Wait", "assert_guarantee",
+    "build", "compare", "drive_world", "hunt", "load_rollout", "load_scenario", "rollout", "run",
+    "sweep", "world", "worlds",
 ]
 
 #: A scenario as the functions take it: loaded, or a shipped name, or a ``.toml`` path.
@@ -161,3 +171,70 @@ def sweep(
     if result.interrupted:
         raise KeyboardInterrupt  # run_sweep keeps a Ctrl-C'd sweep's rows; a library call stops
     return SweepRows(chosen, tuple(result.rows), result.summary or summarise(result))
+
+
+def load_rollout(name_or_path: str | os.PathLike[str], sets: Sequence[str] = ()) -> RolloutScenario:
+    """A shipped rollout scenario (``scenarios/rollouts/``) by name, or a TOML file by path."""
+    return _load_rollout(os.fspath(name_or_path), list(sets))
+
+
+def rollout(
+    scenario: RolloutScenario | str | os.PathLike[str], seeds: Iterable[int] | None = None
+) -> RolloutRuns:
+    """A rolling deploy behind a load balancer, once per seed (default: the scenario's own).
+
+    The runs of ``testbed rollout`` (``--seed S --runs N`` is ``seeds=range(S, S + N)``),
+    its timing invariants, and the scenario's ``[expect]`` judged on the runs; a missed
+    expectation is in ``expectations_failed``, not raised.
+    """
+    loaded = scenario if isinstance(scenario, RolloutScenario) else load_rollout(scenario)
+    return run_rollout(loaded, (loaded.seed,) if seeds is None else seeds)
+
+
+def _factory(check: CheckLike | CheckFactory) -> CheckFactory:
+    """What builds the check for one world, from that world's ``[check]`` options."""
+    if isinstance(check, str):
+        built: dict[tuple[tuple[str, Any], ...], Check] = {}
+
+        def from_spec(options: Mapping[str, Any]) -> Check:
+            # A world's options decide the check's timing: one build per distinct set.
+            key = tuple(sorted(options.items()))
+            if key not in built:
+                built[key] = load_checks([check], options)[0]
+            return built[key]
+
+        return from_spec
+    if callable(getattr(check, "next", None)) and not isinstance(check, type):
+        same = cast(Check, check)
+        return lambda options: same  # an object runs as it is in every world
+    if callable(check):
+        return check
+    raise BadInput(f"check: a spec, a check (with next()) or a factory of checks (got {check!r})")
+
+
+def hunt(
+    check: CheckLike | CheckFactory,
+    scenario: ScenarioLike = DEFAULT_SCENARIO,
+    *,
+    budget: int = DEFAULT_BUDGET,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> HuntResult:
+    """The worlds around ``scenario`` that fool ``check``, each kind shrunk to its smallest.
+
+    ``testbed hunt`` without the files: each ``Found`` holds its world's overrides
+    (``world``), the whole ``scenario`` (``compare`` reproduces it), the wrong ``outcome``
+    and its ``diagnosis``. A spec is built per world with that world's ``[check]`` options
+    (the hunt varies ``look_delay_s`` and ``poll_s``); an object runs as it is; a callable
+    ``factory(options) -> check`` builds one per world. ``budget`` is worlds tried per
+    round; the same ``seed`` finds the same worlds. ``progress(round, tried, found,
+    shrinking)`` is told after every world tried (``testbed hunt`` draws its bar with it).
+    """
+    if not 1 <= budget <= MAX_BUDGET:
+        raise BadInput(f"budget: must be from 1 to {MAX_BUDGET:,} (got {budget})")
+    if seed < 0:
+        raise BadInput(f"seed: must be 0 or more (got {seed})")
+    base = _scenario(scenario)
+    make = _factory(check)
+    name = check_name(make(base.check.model_dump()))  # built once here: a bad spec stops here
+    return _hunt(base, name, make, budget=budget, seed=seed, progress=progress)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
 from checks import BUILTIN_CHECKS, Verdict, Wait
+from checks.timing import check_timing
 from sim import api
+from sim.cli import main
+from sim.hunt import search
 from sim.loader import load_checks
 from sim.publish.world import run as world_run
+from sim.rollout import world as rollout_world
 from sim.sweep import load_sweep, run_sweep
 
 SEPT25 = "sept25-crash-loop"
@@ -82,11 +87,89 @@ def test_every_keeps_every_nth_value_of_each_axis():
     assert [row["platform.event_log_cap"] for row in result.rows] == [1, 5]
 
 
+def test_rollout_runs_each_seed_through_the_rollout_world():
+    """api.rollout's runs are sim.rollout.world.run of the loaded scenario, seed by seed."""
+    scenario = api.load_rollout("original")
+    result = api.rollout("original", seeds=[3, 1])
+    assert result.runs == (rollout_world.run(scenario, 3), rollout_world.run(scenario, 1))
+    assert result.seeds == (3, 1)
+    assert result.timing == tuple(check_timing(scenario.drain_timing(), scenario.timing.max_reheal_s))
+
+
+def test_rollout_to_json_is_testbed_rollout_json_of_the_same_seeds(capsys):
+    """seeds=range(S, S + N) is ``testbed rollout --seed S --runs N``: the same --json document."""
+    assert main(["rollout", "original", "--seed", "2", "--runs", "3", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert api.rollout("original", seeds=range(2, 5)).to_json() == printed
+
+
+def test_rollout_defaults_to_the_scenarios_own_seed_and_takes_set_overrides():
+    """No seeds: the scenario's ``seed``; load_rollout applies ``--set`` values."""
+    scenario = api.load_rollout("fixed", ["deploy.serve_after_drain_s=4", "seed=7"])
+    assert scenario.deploy.serve_after_drain_s == 4
+    assert api.rollout(scenario).seeds == (7,)
+
+
+def test_a_missed_rollout_expectation_is_reported_where_the_command_line_exits_1(capsys):
+    """expectations_failed holds what makes ``testbed rollout`` exit 1, and only that."""
+    sets = ["expect.bad_gateway=zero"]  # the original deploy has 502s in every run
+    assert main(["rollout", "original", "--runs", "2", "--json", *[f"--set={s}" for s in sets]]) == 1
+    printed = json.loads(capsys.readouterr().out)
+    failed = api.rollout(api.load_rollout("original", sets), seeds=range(2)).expectations_failed
+    assert [e.field for e in failed] == [e["field"] for e in printed["expect"] if not e["held"]]
+    assert [e.field for e in failed] == ["bad_gateway"]
+    assert api.rollout("original", seeds=range(2)).expectations_failed == ()
+
+
+def test_hunt_finds_what_testbed_hunt_finds_with_the_same_seed_and_budget(tmp_path, capsys):
+    """api.hunt of a spec: the worlds, kinds and counts of ``testbed hunt --json``."""
+    code = main(["hunt", "--check", "timestamp", "--budget", "8", "--seed", "3",
+                 "--out", str(tmp_path), "--json", "--no-progress"])
+    printed = json.loads(capsys.readouterr().out)
+    result = api.hunt("timestamp", budget=8, seed=3)
+    assert code == (1 if result.found else 0)
+    assert (result.check, result.worlds_tried, result.rounds) == (
+        printed["check"], printed["worlds_tried"], printed["rounds"])
+    assert [(f.outcome, f.diagnosis, f.why, f.reason, f.decided_at_s) for f in result.found] == [
+        (f["outcome"], f["kind"], f["why"], f["reason"], f["decided_at_s"]) for f in printed["found"]]
+
+
+def test_hunt_builds_a_spec_with_each_worlds_check_options():
+    """A spec hunts as a factory that builds it from the world's [check] table does."""
+    base = api.load_scenario(SEPT25)
+    by_hand = search.hunt(base, "count", lambda options: load_checks(["count"], options)[0],
+                          budget=5, seed=1)
+    assert api.hunt("count", base, budget=5, seed=1) == by_hand
+
+
+def test_hunt_runs_a_check_object_as_it_is_in_every_world():
+    """An object is the check of every world: as a factory that always returns it."""
+    check = _FirstLook()
+    seen = []
+
+    def factory(options):
+        seen.append(dict(options))
+        return check
+
+    assert api.hunt(check, budget=5) == api.hunt(factory, budget=5)
+    assert len({tuple(sorted(o.items())) for o in seen}) > 1  # the worlds' options did vary
+    assert api.hunt(check, budget=5).check == "first-look"
+
+
 @pytest.mark.parametrize(("call", "message"), [
     (lambda: api.load_scenario("no-such-world"), "no-such-world"),
     (lambda: api.sweep({"scenario": SEPT25}, every=0), "every: must be 1 or more (got 0)"),
     (lambda: api.sweep({"scenario": SEPT25}, workers=0), "workers: must be 1 or more (got 0)"),
     (lambda: api.run(SEPT25, "no-such-check"), "no-such-check"),
+    (lambda: api.rollout("no-such-deploy"), "unknown rollout scenario 'no-such-deploy'"),
+    (lambda: api.rollout("fixed", seeds=[]), "seeds: give at least one seed"),
+    (lambda: api.rollout("fixed", seeds=[0, -1]), "seeds: each must be a whole number, 0 or more (got -1)"),
+    (lambda: api.rollout("fixed", seeds=[1.5]), "seeds: each must be a whole number, 0 or more (got 1.5)"),
+    (lambda: api.load_rollout("fixed", ["fleet.servers=0"]), "fleet.servers"),
+    (lambda: api.hunt("timestamp", budget=0), "budget: must be from 1 to 100,000 (got 0)"),
+    (lambda: api.hunt("timestamp", seed=-1), "seed: must be 0 or more (got -1)"),
+    (lambda: api.hunt("no-such-check", budget=1), "no-such-check"),
+    (lambda: api.hunt(42, budget=1), "check: a spec, a check (with next()) or a factory"),
 ])
 def test_bad_input_is_one_line_naming_what_was_wrong(call, message):
     """Bad input raises BadInput with the command line's one-line message."""

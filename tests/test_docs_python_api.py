@@ -6,6 +6,8 @@ python-api.md's python blocks run in order in one namespace, in an empty directo
 
 from __future__ import annotations
 
+import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,17 @@ def test_every_python_block_of_the_api_doc_is_followed_by_its_output():
     for index, kind in enumerate(kinds):
         if kind == "python":
             assert kinds[index + 1 : index + 2] == ["text"], f"python block {index} has no output"
+
+
+def test_every_function_of_the_front_door_is_in_the_api_docs_table():
+    """Each public function of sim.api, bar the test kit's, has its row in the doc's table."""
+    from sim import api  # noqa: PLC0415
+
+    kit = {"assert_guarantee", "drive_world", "world", "worlds"}  # your-check.md's
+    functions = {name for name in api.__all__
+                 if inspect.isfunction(getattr(api, name)) and name not in kit}
+    rows = set(re.findall(r"^\| `api\.(\w+)\(", API_DOC.read_text(encoding="utf-8"), re.M))
+    assert functions == rows
 
 
 def test_the_api_doc_prints_what_it_says(tmp_path, monkeypatch):

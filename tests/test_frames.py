@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import math
 import subprocess
 import sys
@@ -10,8 +13,12 @@ from pathlib import Path
 import pytest
 
 from sim import api
+from sim.cli import main
 from sim.frames import INSTALL, frame
+from sim.hunt.search import FOUND_DTYPES
 from sim.publish.compare import RESULT_COLUMNS, RESULT_DTYPES, result_row
+from sim.rollout import cli as rollout_cli
+from sim.rollout.runs import RUN_DTYPES, SCHEMA_VERSION, SERVER_DTYPES
 from sim.scenario import OUTCOMES
 from sim.sweep.output import SUMMARY_DTYPES
 from sim.sweep.units import columns
@@ -131,10 +138,84 @@ def test_the_sweep_summary_is_one_row_per_check_of_its_json(caps):
         assert {k: _plain(row[k]) for k in wanted} == wanted
 
 
-def test_without_pandas_to_pandas_says_in_one_line_what_to_install(incident, caps, monkeypatch):
+@pytest.fixture(scope="module")
+def deploys():
+    """The original rolling deploy over seeds 0-2."""
+    return api.rollout("original", seeds=range(3))
+
+
+@pytest.fixture(scope="module")
+def rollout_json():
+    """``testbed rollout original --runs 3 --json``, parsed: the oracle of the tables."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):  # capsys is per test; this fixture is per module
+        assert main(["rollout", "original", "--runs", "3", "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+def test_rollout_runs_are_one_row_per_seed_of_the_command_lines_json(deploys, rollout_json):
+    """Each row is a --json run: its scalar fields, the deploy's as deploy_*, in seed order."""
+    table = deploys.to_pandas()
+    assert list(table.columns) == list(RUN_DTYPES)
+    assert table["seed"].tolist() == [0, 1, 2]
+    for (_, cells), run in zip(table.iterrows(), rollout_json["runs"], strict=True):
+        wanted = {k: v for k, v in run.items() if not isinstance(v, dict | list)}
+        wanted |= {f"deploy_{k}": v for k, v in run["deploy"].items()}
+        assert {c: _plain(cells[c]) for c in table.columns} == wanted
+    assert {c: str(table[c].dtype) for c in ("seed", "bad_gateway", "silent_breakage",
+                                             "deploy_status", "bad_gateway_rate")} == {
+        "seed": "Int64", "bad_gateway": "Int64", "silent_breakage": "boolean",
+        "deploy_status": "string", "bad_gateway_rate": "float64"}
+
+
+def test_rollout_servers_are_one_row_per_server_per_seed(deploys, rollout_json):
+    """per="server": each --json run's servers, in order, missing components joined by ", "."""
+    table = deploys.to_pandas(per="server")
+    assert list(table.columns) == list(SERVER_DTYPES)
+    wanted = [{"seed": run["seed"], "server": s["name"],
+               **{k: v for k, v in s.items() if k != "name"}, "missing": ", ".join(s["missing"])}
+              for run in rollout_json["runs"] for s in run["servers"]]
+    assert [{c: _plain(cells[c]) for c in table.columns} for _, cells in table.iterrows()] == wanted
+    assert table.groupby("seed")["bad_gateway"].sum().tolist() == [
+        r.bad_gateway for r in deploys.runs]  # the servers' 502s add up to the run's
+
+
+def test_rollout_to_pandas_names_its_choices_on_a_bad_per(deploys):
+    """per= other than run or server is a ValueError naming both."""
+    with pytest.raises(ValueError, match="'run' or 'server'"):
+        deploys.to_pandas(per="check")
+
+
+def test_rollout_json_schema_version_is_the_command_lines():
+    """RolloutRuns.to_json() carries the schema version ``testbed rollout --json`` prints."""
+    assert SCHEMA_VERSION == rollout_cli.SCHEMA_VERSION
+
+
+def test_a_hunt_is_one_row_per_world_found_with_what_testbed_hunt_says(tmp_path, capsys):
+    """HuntResult.to_pandas(): --json's found entries, changes as key=value, outcome categorical."""
+    result = api.hunt("timestamp", budget=8)
+    assert main(["hunt", "--check", "timestamp", "--budget", "8", "--out", str(tmp_path),
+                 "--json", "--no-progress"]) == (1 if result.found else 0)
+    printed = json.loads(capsys.readouterr().out)["found"]
+    table = result.to_pandas()
+    assert list(table.columns) == list(FOUND_DTYPES)
+    assert len(table) == len(printed) == len(result.found) > 0
+    for (_, cells), found in zip(table.iterrows(), printed, strict=True):
+        shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                          for k, v in found["changes"].items())
+        assert {c: _plain(cells[c]) for c in table.columns} == {
+            "outcome": found["outcome"], "kind": found["kind"], "changes": shown,
+            "decided_at_s": found["decided_at_s"], "why": found["why"], "reason": found["reason"]}
+    assert list(table["outcome"].cat.categories) == list(OUTCOMES)
+
+
+def test_without_pandas_to_pandas_says_in_one_line_what_to_install(incident, caps, deploys,
+                                                                     monkeypatch):
     """A missing pandas is one ImportError line naming the extra, from every to_pandas()."""
+    hunted = api.hunt("timestamp", budget=2)
     monkeypatch.setitem(sys.modules, "pandas", None)  # what an environment without it does
-    for call in (incident.to_pandas, caps.to_pandas, caps.summary.to_pandas):
+    for call in (incident.to_pandas, caps.to_pandas, caps.summary.to_pandas, deploys.to_pandas,
+                 hunted.to_pandas):
         with pytest.raises(ImportError) as raised:
             call()
         message = str(raised.value)
@@ -145,6 +226,6 @@ def test_without_pandas_to_pandas_says_in_one_line_what_to_install(incident, cap
 
 def test_importing_the_simulator_does_not_import_pandas():
     """pandas is imported by to_pandas() only: the core and the front door load without it."""
-    code = ("import sim, sim.api, sim.publish.compare, sim.sweep, sys; "
+    code = ("import sim, sim.api, sim.publish.compare, sim.sweep, sim.rollout.runs, sys; "
             "assert 'pandas' not in sys.modules, 'pandas was imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -115,6 +115,7 @@ LAYERS: dict[str, int] = {
     "sim.rollout.expect": 4,
     "sim.rollout.report": 4,
     "sim.rollout.timeline": 4,
+    "sim.rollout.runs": 4,  # a scenario over seeds as one value: --json and to_pandas()
     "sim.sweep": 5,
     "sim.rollout.sweep": 5,
     "sim.hunt": 5,

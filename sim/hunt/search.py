@@ -18,16 +18,21 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, find, settings
 from hypothesis.errors import NoSuchExample
 from hypothesis.strategies import SearchStrategy
 
 from checks import Check, Event
-from sim.hunt.space import World, apply, worlds
+from sim.frames import FLOAT, OUTCOME, TEXT, frame
+from sim.hunt.space import World, apply, changes, worlds
 from sim.publish.world import RunResult, run
 from sim.scenario import Scenario
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Outcomes that disagree with the ground truth (see ``RunResult.outcome``).
 WRONG = ("missed", "false_alarm", "undecided", "error")
@@ -38,6 +43,12 @@ MAX_KINDS = 16
 CheckFactory = Callable[[Mapping[str, Any]], Check]
 #: Told after every world tried: (round, worlds tried this round, kinds found, shrinking?).
 Progress = Callable[[int, int, int, bool], None]
+#: ``HuntResult.to_pandas()``: one row per world found; ``changes`` as the summary table
+#: shows them (``key=value, ...``, empty for the base itself).
+FOUND_DTYPES: Mapping[str, str] = MappingProxyType({
+    "outcome": OUTCOME, "kind": TEXT, "changes": TEXT, "decided_at_s": FLOAT, "why": TEXT,
+    "reason": TEXT,
+})
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +75,16 @@ class HuntResult:
     found: tuple[Found, ...]
     worlds_tried: int
     rounds: int
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The worlds found as a DataFrame, in the order found (needs the ``pandas`` extra)."""
+        def shown(value: Any) -> str:
+            return f"{value:g}" if isinstance(value, float) else str(value)
+
+        rows = [{"outcome": f.outcome, "kind": f.diagnosis, "decided_at_s": f.decided_at_s,
+                 "changes": ", ".join(f"{k}={shown(v)}" for k, v in changes(self.base, f.world)),
+                 "why": f.why, "reason": f.reason} for f in self.found]
+        return frame(rows, tuple(FOUND_DTYPES), FOUND_DTYPES)
 
 
 def _crash_times_ms(result: RunResult, since_ms: int) -> list[int]:
