@@ -1,40 +1,31 @@
-"""The ``testbed`` command line: list, compare (and the subcommands other modules add)."""
+"""The ``testbed`` command line: its parser, and the one place a command's end is decided.
+
+Building the parser imports light modules only (argparse, ``checks``, the option helpers),
+so ``--help``, ``--version``, a mistyped option and a shell's Tab answer at once. Each
+command's module, and with it the model (simpy, numpy, pydantic, rich, hypothesis), is
+imported by its handler, after the Ctrl-C and SIGTERM handlers are in place: a signal
+during that import ends the command as it would mid-run (130 or 143, no traceback).
+``tests/test_startup.py`` holds the parser to that.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from checks import BUILTIN_CHECKS, Check
-from sim import about, checkcmd, completion, expect, junit, scenario
-from sim.checklimits import add_check_limits, apply_check_limits, restore_limits, save_limits
-from sim.compareopts import (
-    INLINE_RUNS,
-    MAX_RUNS,
-    RUNS_ENV,
-    add_output_options,
-    check_outputs,
-    details,
-)
+from checks import BUILTIN_CHECKS
+from sim import checkcmd, completion, expect, junit
+from sim.checklimits import add_check_limits, restore_limits, save_limits
+from sim.compareopts import add_output_options
 from sim.hunt.cli import add_hunt_parser
-from sim.loader import build_checks, load_checks, setups
-from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
-from sim.publish.compare import SCHEMA_VERSION, compare
-from sim.publish.world import run
-from sim.recording import Recorder, load_recordings, replay_all, replay_json
-from sim.rollout import config as rollout_config
-from sim.rollout.cli import add_lint_timing_parser, add_rollout_parser
-from sim.scenario import BadInput, parse_value
-from sim.settings import at_most, env_limit
-from sim.show import report
+from sim.parsers import add_lint_timing_parser, add_rollout_parser, add_sweep_parser
+from sim.settings import BadInput
 from sim.signals import Terminated, exit_on_signals, restore_signals
-from sim.sweep.cli import add_sweep_parser
 
-EXIT_OK, EXIT_EXPECTATION, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
 # As a shell reports a command ended by SIGINT (Ctrl-C) or SIGTERM: 128 + the signal.
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 #: Where a check's options come from (also in the README, "Check options").
@@ -56,190 +47,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: {message} (see --help)\n")
 
 
-def _options(items: list[str]) -> dict[str, Any]:
-    options = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise BadInput(f"--check-opt {item!r}: expected KEY=VALUE")
-        options[key] = parse_value(value)
-    return options
+class _Version(argparse._VersionAction):
+    """``--version``, with the installed version looked up only when it is asked for."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from sim import about  # noqa: PLC0415 -- importlib.metadata: tens of ms on every start
+
+        self.version = f"%(prog)s {about.version()}"
+        super().__call__(parser, namespace, values, option_string)
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    """Print the shipped scenarios (or the event profiles), one line each."""
-    if args.profiles:
-        return _list_profiles(args.json)
-    publishes = {n: _line(scenario.load(n).description) for n in scenario.shipped()}
-    rollouts = {n: _line(rollout_config.load(n).description) for n in rollout_config.shipped()}
-    print(report.listing({"publish scenarios (testbed compare NAME)": publishes,
-                          "rollout scenarios (testbed rollout NAME)": rollouts}))
-    return EXIT_OK
+def _command(args: argparse.Namespace) -> int:
+    """Run list, compare, replay, checks or series: their module (the model) loads only now."""
+    from sim import commands  # noqa: PLC0415 -- see the module docstring
 
-
-def _line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _list_profiles(as_json: bool) -> int:
-    """The event profiles: what each writes per crash, and its sources."""
-    if as_json:
-        print(json.dumps({
-            "schema_version": 1,
-            "default": DEFAULT_PROFILE,
-            "profiles": [
-                {"name": p.name, "summary": p.summary, "events_per_crash": p.per_crash,
-                 "sources": p.sources}
-                for p in PROFILES.values()
-            ],
-        }))
-        return EXIT_OK
-    print(report.listing({f"event profiles ([platform] events = NAME; default {DEFAULT_PROFILE})": {
-        p.name: f"{p.per_crash} events a crash: {p.summary}\nsources: {p.sources}"
-        for p in PROFILES.values()}}))
-    return EXIT_OK
-
-
-def cmd_series(args: argparse.Namespace) -> int:
-    """Run every check in every publish of a series file (several apps, one day)."""
-    from sim.publish.series import render, run_series  # noqa: PLC0415
-
-    specs = args.check or ["count", "timestamp"]
-    names = [getattr(c, "name", "") for c in load_checks(specs, {})]
-    result = run_series(args.series, specs)
-    if args.json:
-        print(json.dumps({
-            "schema_version": 1,
-            "series": result.name,
-            "publishes": [
-                {"label": p.label, "scenario": p.scenario.name, "seed": p.seed,
-                 "outcomes": {r.check: r.outcome for r in p.results},
-                 "late_failure_at_s": {r.check: r.late_failure_at_s for r in p.results}}
-                for p in result.publishes
-            ],
-            "late_failures": {name: result.late_failures(name) for name in names},
-            "expectations_failed": result.failed_expectations,
-        }))
-    else:
-        print(render(result, names))
-    return EXIT_EXPECTATION if result.failed_expectations else EXIT_OK
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    """Run the checks side by side in the same world(s)."""
-    apply_check_limits(args)
-    at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
-    loaded = scenario.load(args.scenario, args.set)
-    # Every output path is judged before the first world runs: a bad one costs nothing.
-    check_outputs(args)
-    names_asked = checkcmd.with_commands(args.check, args)
-    built = build_checks(names_asked, loaded.check, _options(args.check_opt))
-    checks = [b.check for b in built]
-    names = [b.setup.name for b in built]
-    for key in loaded.expect:
-        if key not in BUILTIN_CHECKS and key not in names:
-            raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)})")
-    seed = loaded.seed if args.seed is None else args.seed
-    if seed < 0:
-        raise BadInput(f"--seed: must be 0 or more (got {seed})")
-    recorder = Recorder(loaded.publish_started_ms, loaded.check.model_dump(), setups(built))
-    seeds: Iterable[int] = range(seed, seed + args.runs)
-    # A bar on stderr for long comparisons, only where a person watches (never in CI logs).
-    if args.runs >= 50 and sys.stderr.isatty():
-        from rich.console import Console  # noqa: PLC0415 -- rich only when a bar is shown
-        from rich.progress import track  # noqa: PLC0415
-
-        seeds = track(seeds, description=loaded.name[:24], total=args.runs, transient=True,
-                      console=Console(stderr=True))
-    # Runs are held (for --json's "runs" and the one-run report) only while few; past
-    # INLINE_RUNS, or with --summary, memory stays flat in the number of runs.
-    # --junit lists every seed: it holds the runs too.
-    keep = (not args.summary and args.runs <= INLINE_RUNS) or bool(args.junit)
-    with details(args.details, args.force, loaded.publish_started_ms) as on_run:
-        result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
-                         setups=setups(built), keep_runs=keep, on_run=on_run)
-    junit.write(args.junit, [junit.compare_suite(result)])
-    if args.record:
-        recorder.save(args.record, args.force)
-        print(f"looks recorded to {args.record}", file=sys.stderr)
-    if args.timeline:
-        write_timeline(args.timeline, loaded, checks, seed)
-    if args.json:
-        print(json.dumps(result.to_json(), indent=None, separators=(",", ":")))
-    else:
-        if args.runs == 1 and result.seeds:
-            print(report.side_by_side(result, result.seeds[0], debug=args.debug))
-        else:
-            print(report.summary(result, debug=args.debug))
-        if text := report.expectations(result):
-            print(text)
-    return EXIT_EXPECTATION if result.expectations_failed else EXIT_OK
-
-
-def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], seed: int) -> None:
-    """Re-run each check in the first seed's world with a trace and save the timeline figure."""
-    # matplotlib takes a while to import: load it only when a timeline is asked for.
-    try:
-        from sim.show.plot import save_timeline  # noqa: PLC0415
-    except ModuleNotFoundError as error:
-        raise BadInput(f"--timeline needs matplotlib ({error}): "
-                       "pip install 'platform-simulator-testbed[plot]'") from None
-
-    save_timeline(path, loaded, [run(loaded, seed, check, trace=True) for check in checks])
-    print(f"timeline written to {path}", file=sys.stderr)
-
-
-def cmd_replay(args: argparse.Namespace) -> int:
-    """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
-    apply_check_limits(args)
-    wanted = expect.parse(args.expect)
-    recordings = load_recordings(args.recording, args.at_ms, args.publish_ms)
-    rows = replay_all(recordings, checkcmd.with_commands(args.check, args), _options(args.check_opt))
-    misses = expect.judge(wanted, rows)
-    junit.write(args.junit, [junit.replay_suite(args.recording, rows, misses)])
-    if args.json:
-        document = expect.annotate(replay_json(args.recording, rows), wanted, misses)
-        print(json.dumps(document, separators=(",", ":")))
-    else:
-        print(report.replayed(args.recording, rows, debug=args.debug) + expect.text(wanted, misses))
-    return EXIT_EXPECTATION if expect.unmet(misses) else EXIT_OK
-
-
-def cmd_checks(args: argparse.Namespace) -> int:
-    """The built-in checks × shipped scenarios table (Markdown), as in the README."""
-    apply_check_limits(args)
-    at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
-    reports = []
-    asked = args.check or (list(BUILTIN_CHECKS) if args.check_cmd else [])
-    names = checkcmd.with_commands(asked, args)
-    extra = _options(args.check_opt)
-    rules: dict[str, str] = {}
-    for name in scenario.shipped():
-        loaded = scenario.load(name)
-        built = build_checks(names, loaded.check, extra)
-        reports.append(compare(loaded, [b.check for b in built],
-                               range(loaded.seed, loaded.seed + args.runs), setups=setups(built),
-                               keep_runs=bool(args.junit)))
-        rules = {b.setup.name: _rule(b.check) for b in built}
-    rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
-    junit.write(args.junit, [junit.compare_suite(r, "checks") for r in reports])
-    if args.json:
-        summary = {
-            r.scenario: {check: counts.to_json() for check, counts in r.summary.items()}
-            for r in reports
-        }
-        print(json.dumps({"schema_version": SCHEMA_VERSION, "rules": rules, "runs": args.runs,
-                          "outcomes": summary}))
-    else:
-        print(report.checks_table(rules, reports, args.runs, markdown=args.markdown))
-    return EXIT_OK
-
-
-def _rule(check: Check) -> str:
-    """The first line of a check's docstring (its class's): the rule it models."""
-    doc = type(check).__doc__ or ""
-    lines = doc.strip().splitlines()
-    return lines[0].replace("``", "`") if lines else "(no docstring)"
+    code: int = getattr(commands, f"cmd_{args.command}")(args)
+    return code
 
 
 def _add_debug(parser: argparse.ArgumentParser) -> None:
@@ -254,13 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find the worlds in which a deploy health check gives the wrong verdict.",
         epilog="exit status: 0 ran, 1 a declared [expect] did not hold, 2 bad input",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {about.version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     listing = sub.add_parser("list", help="the shipped scenarios, one line each")
     listing.add_argument("--profiles", action="store_true",
                          help="list the event profiles (which events a machine writes) instead")
     listing.add_argument("--json", action="store_true", help="with --profiles: one JSON object")
-    listing.set_defaults(handler=cmd_list)
+    listing.set_defaults(handler=_command)
 
     comp = sub.add_parser(
         "compare",
@@ -290,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_output_options(comp)
     _add_debug(comp)
     checkcmd.add_arguments(comp)
-    comp.set_defaults(handler=cmd_compare)
+    comp.set_defaults(handler=_command)
 
     rep = sub.add_parser(
         "replay",
@@ -324,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_debug(rep)
     expect.add_argument(rep)
     checkcmd.add_arguments(rep)
-    rep.set_defaults(handler=cmd_replay)
+    rep.set_defaults(handler=_command)
 
     table = sub.add_parser(
         "checks",
@@ -342,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_limits(comp, rep, table)
     junit.add_argument(comp, rep, table)
     checkcmd.add_arguments(table)
-    table.set_defaults(handler=cmd_checks)
+    table.set_defaults(handler=_command)
 
     series = sub.add_parser(
         "series", help="several publishes (apps, one day), every check in each",
@@ -354,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     series.add_argument("--check", action="append", default=[],
                         help="a check to run (repeatable; default: count and timestamp)")
     series.add_argument("--json", action="store_true", help="one JSON object on stdout")
-    series.set_defaults(handler=cmd_series)
+    series.set_defaults(handler=_command)
 
     for add in (add_sweep_parser, add_hunt_parser, add_rollout_parser, add_lint_timing_parser,
                 completion.add_completion_parser):

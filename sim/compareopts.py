@@ -9,9 +9,12 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sim.outputs import check_image, check_output, is_special
-from sim.publish.compare import SeedRun, run_json
+
+if TYPE_CHECKING:  # the model loads with the first run, not with the parser's options
+    from sim.publish.compare import SeedRun
 
 #: The most seeds one compare or checks runs: at about 5 ms a world with six checks, a
 #: million is hours; more is a typo (--runs 1000000000). Raise it with TESTBED_MAX_RUNS.
@@ -33,6 +36,8 @@ def details(
     if not path:
         yield None
         return
+    from sim.publish.compare import run_json  # noqa: PLC0415 -- see SeedRun
+
     target = check_output("--details", Path(path), force)
     def line(run: SeedRun) -> str:
         return json.dumps(run_json(run, publish_started_ms), separators=(",", ":")) + "\n"

@@ -5,7 +5,8 @@ so every subcommand and option completes as it is declared, with no script to ke
 step by hand. The shell asks by running ``testbed`` with ``_ARGCOMPLETE`` set; ``hook``
 answers and exits before any command runs. Positional names complete from the shipped
 files (scenarios, rollouts, sweeps, series) and any ``.toml`` beside them; ``--check``
-from the built-in checks.
+from the built-in checks. Everything a Tab needs is light (``sim.shipped``, ``checks``):
+the model is never imported to answer one.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from checks import BUILTIN_CHECKS
-from sim import scenario
-from sim.rollout import config as rollout_config
+from sim.shipped import shipped, shipped_rollouts, shipped_series, shipped_sweeps
 
 SHELLS = ("bash", "zsh", "fish")
 #: What a user sources, per shell (README "Shell completion").
@@ -48,12 +48,12 @@ def _checks(prefix: str, **_: Any) -> list[str]:
 
 #: (subcommand, argument dest) -> completer. A dest no subcommand has is a test failure.
 COMPLETERS: dict[tuple[str, str], Completer] = {
-    ("compare", "scenario"): _names(scenario.shipped),
-    ("hunt", "scenario"): _names(scenario.shipped),
-    ("rollout", "scenario"): _names(rollout_config.shipped),
-    ("lint-timing", "config"): _names(rollout_config.shipped),
-    ("sweep", "sweep"): _names(scenario.shipped_sweeps),
-    ("series", "series"): _names(scenario.shipped_series),
+    ("compare", "scenario"): _names(shipped),
+    ("hunt", "scenario"): _names(shipped),
+    ("rollout", "scenario"): _names(shipped_rollouts),
+    ("lint-timing", "config"): _names(shipped_rollouts),
+    ("sweep", "sweep"): _names(shipped_sweeps),
+    ("series", "series"): _names(shipped_series),
     **{(command, "check"): _checks for command in ("compare", "replay", "checks", "series", "hunt")},
 }
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-from importlib import resources
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
 from sim.settings import BadInput, apply_sets, format_error, load_settings, parse_value, validated
+from sim.shipped import scenarios_dir, shipped, shipped_series, shipped_sweeps
 
 # The settings-file names stay importable from here, where they used to live.
 __all__ = [
@@ -200,38 +199,6 @@ class Scenario(_Table):
     def publish_started_ms(self) -> int:
         """The platform time (epoch ms) at which the publish begins: what checks are given."""
         return self.platform.epoch_ms + round(self.publish.at_s * 1000)
-
-
-def scenarios_dir() -> Path:
-    """Where the shipped scenarios live (``TESTBED_SCENARIOS`` overrides)."""
-    override = os.environ.get("TESTBED_SCENARIOS")
-    if override:
-        return Path(override)
-    try:
-        # Installed (wheel or editable): pyproject.toml maps scenarios/ onto this package.
-        return Path(str(resources.files("sim._shipped")))
-    except ModuleNotFoundError:
-        # A source checkout run without installing it (``python -m sim`` at the top).
-        return Path(__file__).resolve().parent.parent / "scenarios"
-
-
-def shipped() -> dict[str, Path]:
-    """The shipped scenarios by name, sorted."""
-    return _tomls(scenarios_dir())
-
-
-def shipped_sweeps() -> dict[str, Path]:
-    """The shipped sweep files by name (``scenarios/sweeps/``), sorted."""
-    return _tomls(scenarios_dir() / "sweeps")
-
-
-def shipped_series() -> dict[str, Path]:
-    """The shipped series files by name (``scenarios/series/``), sorted."""
-    return _tomls(scenarios_dir() / "series")
-
-
-def _tomls(folder: Path) -> dict[str, Path]:
-    return {p.stem: p for p in sorted(folder.glob("*.toml"))}
 
 
 def validate(raw: dict[str, Any], source: str) -> Scenario:

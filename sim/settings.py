@@ -7,11 +7,14 @@ import stat
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
-Model = TypeVar("Model", bound=BaseModel)
+# pydantic loads with the first file validated, not with BadInput: the command line's
+# parser (and a shell's Tab) imports this module and must stay light.
+Model = TypeVar("Model", bound="BaseModel")
 
 
 class BadInput(Exception):
@@ -76,6 +79,8 @@ def format_error(source: str, error: ValidationError) -> str:
 
 def validated(model: type[Model], raw: dict[str, Any], source: str) -> Model:
     """Validate a raw mapping into ``model``, or raise BadInput with one line."""
+    from pydantic import ValidationError  # noqa: PLC0415 -- see Model
+
     try:
         return model.model_validate(raw)
     except ValidationError as error:

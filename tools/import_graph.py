@@ -86,6 +86,7 @@ LAYERS: dict[str, int] = {
     "sim.loader": 1,
     "sim.checkcmd": 1,
     "sim.about": 1,
+    "sim.shipped": 1,  # the shipped files' names, standard library only (a shell's Tab)
     "sim.frames": 1,  # to_pandas(): the optional pandas import and the result dtypes
     "sim.outputs": 1,  # output paths judged before work, written atomically
     "sim.checklimits": 1,  # --check-timeout / --max-looks, through the environment
@@ -121,6 +122,8 @@ LAYERS: dict[str, int] = {
     "sim.hunt": 5,
     "sim.rollout": 6,  # __init__ re-exports config, result and world: the public face
     "sim.cli": 6,
+    "sim.commands": 6,  # list/compare/replay/checks/series handlers, imported when they run
+    "sim.parsers": 6,  # sweep/rollout/lint-timing arguments, apart from their heavy packages
     "sim.api": 6,  # the Python front door: gathers loading, runs, comparisons and sweeps
     "sim.completion": 6,  # `testbed completion` and the completers (argcomplete)
     "sim.__main__": 6,

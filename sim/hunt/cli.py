@@ -9,17 +9,19 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Column
-
-from checks import Check
 from checks.drive import check_name
-from sim import checkcmd, scenario
-from sim.loader import load_checks
+from sim import checkcmd
 from sim.settings import BadInput
+
+# `testbed` builds its parser from this module (add_hunt_parser): rich, pydantic and
+# hypothesis are imported by the functions that use them, never for the parser.
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from checks import Check
 
 EXIT_NOTHING_FOUND, EXIT_FOUND = 0, 1
 #: Version of the ``--json`` document (sim/schemas/hunt.schema.json).
@@ -37,6 +39,15 @@ DEFAULT_OUT = "hunt-out"
 def hunt_progress(name: str, console: Console, disable: bool = False) -> Progress:
     """The hunt's bar, as wide as the console: the check's name and the round's state are cut
     (with an ellipsis) before the bar is, so it fits 80 columns."""
+    from rich.progress import (  # noqa: PLC0415 -- see the imports
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.table import Column  # noqa: PLC0415
+
     def cut(most: int) -> Column:
         return Column(max_width=most, no_wrap=True, overflow="ellipsis")
 
@@ -105,6 +116,8 @@ class _Checks:
     def __call__(self, options: Mapping[str, Any]) -> Check:
         key = tuple(sorted(options.items()))
         if key not in self.built:
+            from sim.loader import load_checks  # noqa: PLC0415 -- see the imports
+
             self.built[key] = load_checks([self.spec], options)[0]
         return self.built[key]
 
@@ -112,6 +125,9 @@ class _Checks:
 def cmd_hunt(args: argparse.Namespace) -> int:
     """Hunt, write the files found, print the summary; exit 1 when anything was found."""
     # hypothesis loads only for a hunt, not for every `testbed` command.
+    from rich.console import Console  # noqa: PLC0415
+
+    from sim import scenario  # noqa: PLC0415
     from sim.hunt.output import check_out_dir, summary, table, write_found  # noqa: PLC0415
     from sim.hunt.search import hunt  # noqa: PLC0415
 

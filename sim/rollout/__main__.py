@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sim.rollout.cli import add_lint_timing_parser, add_rollout_parser
+from sim.parsers import add_lint_timing_parser, add_rollout_parser
 from sim.settings import BadInput
 
 

@@ -1,10 +1,9 @@
-"""The ``rollout`` and ``lint-timing`` subcommands, for the main ``testbed`` parser to add."""
+"""What ``rollout`` and ``lint-timing`` do; their arguments are in ``sim.parsers``."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
 
 from checks.timing import check_timing
 from sim.rollout.config import load
@@ -18,44 +17,6 @@ SCHEMA_VERSION = 1
 
 # The generous cap is for typos (--runs 1000000), not a limit of the model.
 MAX_RUNS = 100_000
-
-
-def add_rollout_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``rollout SCENARIO [--seed N] [--runs N] [--set K=V]... [--json]``."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "rollout",
-        help="simulate a rolling deploy behind a load balancer and count its 502s",
-        description="Simulate a rolling deploy behind a load balancer; count 502s per run.",
-    )
-    parser.add_argument("scenario", help="a shipped name in scenarios/rollouts/ or a .toml path")
-    parser.add_argument("--seed", type=int, default=None, help="first seed (default: scenario's)")
-    parser.add_argument("--runs", type=int, default=1, help="runs with seeds seed, seed+1, ...")
-    parser.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a setting, e.g. deploy.serve_after_drain_s=15",
-    )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--summary", action="store_true",
-                        help="totals, timing and expectations only: no row (or JSON entry) per run")
-    parser.set_defaults(handler=rollout_command)
-    return parser
-
-
-def add_lint_timing_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``lint-timing CONFIG.toml [--json]``."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "lint-timing",
-        help="check a rollout config's drain / health-check / grace-period invariants",
-        description="Check the timing invariants of a rollout config; exit 1 if one is broken.",
-    )
-    parser.add_argument("config", help="a rollout .toml file (or a shipped rollout name)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.set_defaults(handler=lint_timing_command)
-    return parser
 
 
 def rollout_command(args: argparse.Namespace) -> int:

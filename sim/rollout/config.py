@@ -16,6 +16,7 @@ from pydantic import (
 from checks.timing import DEFAULT_MAX_REHEAL_S, DrainTiming
 from sim.scenario import scenarios_dir
 from sim.settings import load_settings, validated
+from sim.shipped import shipped_rollouts
 
 
 class _Table(BaseModel):
@@ -145,7 +146,7 @@ def rollouts_dir() -> Path:
 
 def shipped() -> dict[str, Path]:
     """The shipped rollout scenarios by name, sorted."""
-    return {p.stem: p for p in sorted(rollouts_dir().glob("*.toml"))}
+    return shipped_rollouts()
 
 
 def validate(raw: dict[str, Any], source: str) -> RolloutScenario:

@@ -1,11 +1,10 @@
-"""``testbed sweep``: the sweep subcommand, its progress bar and its outputs."""
+"""``testbed sweep``: what it does, its progress bar and its outputs (arguments: ``sim.parsers``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -21,7 +20,7 @@ from rich.progress import (
 from rich.table import Column
 from rich.text import Text
 
-from sim.checklimits import add_check_limits, apply_check_limits
+from sim.checklimits import apply_check_limits
 from sim.outputs import check_image
 from sim.settings import BadInput, at_most, env_limit
 from sim.sweep.file import load_sweep
@@ -61,34 +60,6 @@ def sweep_progress(name: str, console: Console, disable: bool = False) -> Progre
         TextColumn("ETA"), TimeRemainingColumn(table_column=Column(no_wrap=True)),
         console=console, disable=disable, expand=True,
     )
-
-
-def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``sweep`` to the ``testbed`` subcommands; its handler returns an exit status."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "sweep",
-        help="run the checks over a grid of settings and seeds",
-        description="Run every chosen check in every world of a sweep (points x seeds): "
-        "one row per point, seed and check; a summary per check on stdout.",
-    )
-    parser.add_argument("sweep", help="a sweep file (.toml) or a shipped sweep's name, e.g. "
-                        "crash_period_vs_look_delay")
-    parser.add_argument("--workers", type=int, metavar="N",
-                        help="local worker processes (default: one per core; 1: no pool)")
-    parser.add_argument("--out", metavar="FILE",
-                        help="rows as .csv or .jsonl, written atomically (default: NAME.csv)")
-    parser.add_argument("--json", action="store_true",
-                        help="print the summary as one JSON object and nothing else")
-    parser.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
-                        help="run on a Dask distributed cluster (needs the 'dask' extra)")
-    parser.add_argument("--heatmap", metavar="FILE.png",
-                        help="also draw the miss-region heatmap of two axes to this file")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    parser.add_argument("--force", action="store_true",
-                        help="write to a device or through a symlink at --out/--heatmap")
-    add_check_limits(parser)
-    parser.set_defaults(handler=cmd_sweep)
-    return parser
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

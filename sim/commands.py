@@ -1,0 +1,218 @@
+"""The handlers of ``testbed list``, ``compare``, ``replay``, ``checks`` and ``series``.
+
+``sim.cli`` builds the parser from light modules only and imports this module when one
+of these commands runs: the model (simpy, numpy, pydantic) loads here, after the
+command line is parsed and the signal handlers are in place, never for ``--help``, a
+shell's Tab or a mistyped option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from checks import BUILTIN_CHECKS, Check
+from sim import checkcmd, expect, junit, scenario
+from sim.checklimits import apply_check_limits
+from sim.compareopts import INLINE_RUNS, MAX_RUNS, RUNS_ENV, check_outputs, details
+from sim.loader import build_checks, load_checks, setups
+from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
+from sim.publish.compare import SCHEMA_VERSION, compare
+from sim.publish.world import run
+from sim.recording import Recorder, load_recordings, replay_all, replay_json
+from sim.rollout import config as rollout_config
+from sim.scenario import BadInput, parse_value
+from sim.settings import at_most, env_limit
+from sim.show import report
+
+# As in sim.cli (which cannot be imported from here: it imports this module).
+EXIT_OK, EXIT_EXPECTATION = 0, 1
+
+
+def _options(items: list[str]) -> dict[str, Any]:
+    options = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BadInput(f"--check-opt {item!r}: expected KEY=VALUE")
+        options[key] = parse_value(value)
+    return options
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print the shipped scenarios (or the event profiles), one line each."""
+    if args.profiles:
+        return _list_profiles(args.json)
+    publishes = {n: _line(scenario.load(n).description) for n in scenario.shipped()}
+    rollouts = {n: _line(rollout_config.load(n).description) for n in rollout_config.shipped()}
+    print(report.listing({"publish scenarios (testbed compare NAME)": publishes,
+                          "rollout scenarios (testbed rollout NAME)": rollouts}))
+    return EXIT_OK
+
+
+def _line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _list_profiles(as_json: bool) -> int:
+    """The event profiles: what each writes per crash, and its sources."""
+    if as_json:
+        print(json.dumps({
+            "schema_version": 1,
+            "default": DEFAULT_PROFILE,
+            "profiles": [
+                {"name": p.name, "summary": p.summary, "events_per_crash": p.per_crash,
+                 "sources": p.sources}
+                for p in PROFILES.values()
+            ],
+        }))
+        return EXIT_OK
+    print(report.listing({f"event profiles ([platform] events = NAME; default {DEFAULT_PROFILE})": {
+        p.name: f"{p.per_crash} events a crash: {p.summary}\nsources: {p.sources}"
+        for p in PROFILES.values()}}))
+    return EXIT_OK
+
+
+def cmd_series(args: argparse.Namespace) -> int:
+    """Run every check in every publish of a series file (several apps, one day)."""
+    from sim.publish.series import render, run_series  # noqa: PLC0415
+
+    specs = args.check or ["count", "timestamp"]
+    names = [getattr(c, "name", "") for c in load_checks(specs, {})]
+    result = run_series(args.series, specs)
+    if args.json:
+        print(json.dumps({
+            "schema_version": 1,
+            "series": result.name,
+            "publishes": [
+                {"label": p.label, "scenario": p.scenario.name, "seed": p.seed,
+                 "outcomes": {r.check: r.outcome for r in p.results},
+                 "late_failure_at_s": {r.check: r.late_failure_at_s for r in p.results}}
+                for p in result.publishes
+            ],
+            "late_failures": {name: result.late_failures(name) for name in names},
+            "expectations_failed": result.failed_expectations,
+        }))
+    else:
+        print(render(result, names))
+    return EXIT_EXPECTATION if result.failed_expectations else EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Run the checks side by side in the same world(s)."""
+    apply_check_limits(args)
+    at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
+    loaded = scenario.load(args.scenario, args.set)
+    # Every output path is judged before the first world runs: a bad one costs nothing.
+    check_outputs(args)
+    names_asked = checkcmd.with_commands(args.check, args)
+    built = build_checks(names_asked, loaded.check, _options(args.check_opt))
+    checks = [b.check for b in built]
+    names = [b.setup.name for b in built]
+    for key in loaded.expect:
+        if key not in BUILTIN_CHECKS and key not in names:
+            raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)})")
+    seed = loaded.seed if args.seed is None else args.seed
+    if seed < 0:
+        raise BadInput(f"--seed: must be 0 or more (got {seed})")
+    recorder = Recorder(loaded.publish_started_ms, loaded.check.model_dump(), setups(built))
+    seeds: Iterable[int] = range(seed, seed + args.runs)
+    # A bar on stderr for long comparisons, only where a person watches (never in CI logs).
+    if args.runs >= 50 and sys.stderr.isatty():
+        from rich.console import Console  # noqa: PLC0415 -- rich only when a bar is shown
+        from rich.progress import track  # noqa: PLC0415
+
+        seeds = track(seeds, description=loaded.name[:24], total=args.runs, transient=True,
+                      console=Console(stderr=True))
+    # Runs are held (for --json's "runs" and the one-run report) only while few; past
+    # INLINE_RUNS, or with --summary, memory stays flat in the number of runs.
+    # --junit lists every seed: it holds the runs too.
+    keep = (not args.summary and args.runs <= INLINE_RUNS) or bool(args.junit)
+    with details(args.details, args.force, loaded.publish_started_ms) as on_run:
+        result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
+                         setups=setups(built), keep_runs=keep, on_run=on_run)
+    junit.write(args.junit, [junit.compare_suite(result)])
+    if args.record:
+        recorder.save(args.record, args.force)
+        print(f"looks recorded to {args.record}", file=sys.stderr)
+    if args.timeline:
+        write_timeline(args.timeline, loaded, checks, seed)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=None, separators=(",", ":")))
+    else:
+        if args.runs == 1 and result.seeds:
+            print(report.side_by_side(result, result.seeds[0], debug=args.debug))
+        else:
+            print(report.summary(result, debug=args.debug))
+        if text := report.expectations(result):
+            print(text)
+    return EXIT_EXPECTATION if result.expectations_failed else EXIT_OK
+
+
+def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], seed: int) -> None:
+    """Re-run each check in the first seed's world with a trace and save the timeline figure."""
+    # matplotlib takes a while to import: load it only when a timeline is asked for.
+    try:
+        from sim.show.plot import save_timeline  # noqa: PLC0415
+    except ModuleNotFoundError as error:
+        raise BadInput(f"--timeline needs matplotlib ({error}): "
+                       "pip install 'platform-simulator-testbed[plot]'") from None
+
+    save_timeline(path, loaded, [run(loaded, seed, check, trace=True) for check in checks])
+    print(f"timeline written to {path}", file=sys.stderr)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
+    apply_check_limits(args)
+    wanted = expect.parse(args.expect)
+    recordings = load_recordings(args.recording, args.at_ms, args.publish_ms)
+    rows = replay_all(recordings, checkcmd.with_commands(args.check, args), _options(args.check_opt))
+    misses = expect.judge(wanted, rows)
+    junit.write(args.junit, [junit.replay_suite(args.recording, rows, misses)])
+    if args.json:
+        document = expect.annotate(replay_json(args.recording, rows), wanted, misses)
+        print(json.dumps(document, separators=(",", ":")))
+    else:
+        print(report.replayed(args.recording, rows, debug=args.debug) + expect.text(wanted, misses))
+    return EXIT_EXPECTATION if expect.unmet(misses) else EXIT_OK
+
+
+def cmd_checks(args: argparse.Namespace) -> int:
+    """The built-in checks × shipped scenarios table (Markdown), as in the README."""
+    apply_check_limits(args)
+    at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
+    reports = []
+    asked = args.check or (list(BUILTIN_CHECKS) if args.check_cmd else [])
+    names = checkcmd.with_commands(asked, args)
+    extra = _options(args.check_opt)
+    rules: dict[str, str] = {}
+    for name in scenario.shipped():
+        loaded = scenario.load(name)
+        built = build_checks(names, loaded.check, extra)
+        reports.append(compare(loaded, [b.check for b in built],
+                               range(loaded.seed, loaded.seed + args.runs), setups=setups(built),
+                               keep_runs=bool(args.junit)))
+        rules = {b.setup.name: _rule(b.check) for b in built}
+    rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
+    junit.write(args.junit, [junit.compare_suite(r, "checks") for r in reports])
+    if args.json:
+        summary = {
+            r.scenario: {check: counts.to_json() for check, counts in r.summary.items()}
+            for r in reports
+        }
+        print(json.dumps({"schema_version": SCHEMA_VERSION, "rules": rules, "runs": args.runs,
+                          "outcomes": summary}))
+    else:
+        print(report.checks_table(rules, reports, args.runs, markdown=args.markdown))
+    return EXIT_OK
+
+
+def _rule(check: Check) -> str:
+    """The first line of a check's docstring (its class's): the rule it models."""
+    doc = type(check).__doc__ or ""
+    lines = doc.strip().splitlines()
+    return lines[0].replace("``", "`") if lines else "(no docstring)"
