@@ -17,8 +17,7 @@ from sim.cli import main
 from sim.frames import INSTALL, frame
 from sim.hunt.search import FOUND_DTYPES
 from sim.publish.compare import RESULT_COLUMNS, RESULT_DTYPES, result_row
-from sim.rollout import cli as rollout_cli
-from sim.rollout.runs import RUN_DTYPES, SCHEMA_VERSION, SERVER_DTYPES
+from sim.rollout.runs import RUN_DTYPES, SERVER_DTYPES
 from sim.scenario import OUTCOMES
 from sim.sweep.output import SUMMARY_DTYPES
 from sim.sweep.units import columns
@@ -184,11 +183,6 @@ def test_rollout_to_pandas_names_its_choices_on_a_bad_per(deploys):
     """per= other than run or server is a ValueError naming both."""
     with pytest.raises(ValueError, match="'run' or 'server'"):
         deploys.to_pandas(per="check")
-
-
-def test_rollout_json_schema_version_is_the_command_lines():
-    """RolloutRuns.to_json() carries the schema version ``testbed rollout --json`` prints."""
-    assert SCHEMA_VERSION == rollout_cli.SCHEMA_VERSION
 
 
 def test_a_hunt_is_one_row_per_world_found_with_what_testbed_hunt_says(tmp_path, capsys):

@@ -355,15 +355,15 @@ def test_a_signal_mid_run_ends_every_command_quietly(
         assert main(["compare", "sept25-crash-loop", "--json", "--record",
                      str(tmp_path / "looks.jsonl")]) == 0
     if command == "rollout":  # no user check there: the signal comes with the second run
-        import sim.rollout.cli  # noqa: PLC0415
+        import sim.rollout.runs  # noqa: PLC0415
 
-        run, hook = sim.rollout.cli.run, _signal_at({2}, signum)
+        run, hook = sim.rollout.runs.run, _signal_at({2}, signum)
 
         def run_then_hook(*given: object) -> object:
             hook()
             return run(*given)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(sim.rollout.cli, "run", run_then_hook)
+        monkeypatch.setattr(sim.rollout.runs, "run", run_then_hook)
     capsys.readouterr()
     monkeypatch.setenv("TEST_SIGNAL", str(int(signum)))
     code = main(args)

@@ -7,13 +7,11 @@ import json
 
 from checks.timing import check_timing
 from sim.rollout.config import load
-from sim.rollout.expect import check_expectations
-from sim.rollout.report import lint_json, lint_text, rollout_json, rollout_table
-from sim.rollout.world import run
+from sim.rollout.report import lint_json, lint_text, rollout_table
+from sim.rollout.runs import SCHEMA_VERSION, run_rollout
 from sim.settings import BadInput
 
-#: Version of the ``--json`` documents (sim/schemas/rollout.schema.json, lint-timing.schema.json).
-SCHEMA_VERSION = 1
+__all__ = ["MAX_RUNS", "SCHEMA_VERSION", "lint_timing_command", "rollout_command"]
 
 # The generous cap is for typos (--runs 1000000), not a limit of the model.
 MAX_RUNS = 100_000
@@ -27,18 +25,16 @@ def rollout_command(args: argparse.Namespace) -> int:
         raise BadInput(f"--seed {seed}: must be at least 0")
     if not 1 <= args.runs <= MAX_RUNS:
         raise BadInput(f"--runs {args.runs}: must be between 1 and {MAX_RUNS}")
-    results = [run(scenario, s) for s in range(seed, seed + args.runs)]
-    timing = check_timing(scenario.drain_timing(), scenario.timing.max_reheal_s)
-    expectations = check_expectations(scenario.expect, results)
+    runs = run_rollout(scenario, range(seed, seed + args.runs))
     if args.json:
-        document = {"schema_version": SCHEMA_VERSION,
-                    **rollout_json(scenario, results, timing, expectations)}
+        document = runs.to_json()
         if args.summary:
             del document["runs"]
         print(json.dumps(document))
     else:
-        print(rollout_table(scenario, results, timing, expectations, rows=not args.summary))
-    return 0 if all(e.held for e in expectations) else 1
+        print(rollout_table(scenario, runs.runs, runs.timing, runs.expectations,
+                            rows=not args.summary))
+    return 1 if runs.expectations_failed else 0
 
 
 def lint_timing_command(args: argparse.Namespace) -> int:

@@ -24,8 +24,8 @@ from sim.settings import BadInput
 if TYPE_CHECKING:
     import pandas as pd
 
-#: Version of the ``--json`` document (sim/schemas/rollout.schema.json); the same number
-#: as ``sim.rollout.cli.SCHEMA_VERSION``, which this layer cannot import (tests compare them).
+#: Version of the ``--json`` documents of ``testbed rollout`` and ``lint-timing``
+#: (sim/schemas/rollout.schema.json, lint-timing.schema.json); sim.rollout.cli prints it.
 SCHEMA_VERSION = 1
 
 #: ``to_pandas()``: one row per run, the scalar fields of ``RolloutResult.summary()``
