@@ -178,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     series.add_argument("--check", action="append", default=[],
                         help="a check to run (repeatable; default: count and timestamp)")
     series.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    add_check_limits(series)
     series.set_defaults(handler=_command)
 
     for add in (add_sweep_parser, add_hunt_parser, add_rollout_parser, add_lint_timing_parser,

@@ -80,6 +80,7 @@ def cmd_series(args: argparse.Namespace) -> int:
     """Run every check in every publish of a series file (several apps, one day)."""
     from sim.publish.series import render, run_series  # noqa: PLC0415
 
+    apply_check_limits(args)
     specs = args.check or ["count", "timestamp"]
     names = [getattr(c, "name", "") for c in load_checks(specs, {})]
     result = run_series(args.series, specs)

@@ -144,6 +144,13 @@ class Case:
     untouched: list[str] = field(default_factory=list)
 
 
+def _series_errors(stdout: str, check: str) -> None:
+    """series --json: the check's outcome is error in every publish of the series."""
+    publishes = json.loads(stdout)["publishes"]
+    assert publishes
+    assert all(p["outcomes"][check] == "error" for p in publishes), publishes
+
+
 def _outcome(check: str, outcome: str, reason: str = "") -> Callable[[str], None]:
     """A stdout check: compare --json gives ``outcome`` for ``check`` (reason matching)."""
 
@@ -409,6 +416,11 @@ def _corpus() -> list[Case]:  # noqa: PLR0915 -- one table of cases, read top to
              "--out", "hunted"], 1, files={"uc.py": USER_CHECKS},
             env={"TESTBED_CHECK_TIMEOUT_S": "0.2"},
             stdout=_hunt_found_error)
+    add("series-check-Sleeps", "user checks that misbehave",
+        ["series", "sept25-three-publishes", "--check", "count", "--check", "timestamp",
+         "--check", "uc.py:Sleeps", "--json", *budget], 0,
+        files={"uc.py": USER_CHECKS},
+        stdout=lambda out: _series_errors(out, "sleeps"))
     add("checks-table-raises", "user checks that misbehave",
         ["checks", "--runs", "1", "--check", "uc.py:Raises", "--json"], 0,
         files={"uc.py": USER_CHECKS},
