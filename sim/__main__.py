@@ -2,6 +2,6 @@
 
 import sys
 
-from sim.cli import main
+from sim.launch import main
 
 sys.exit(main())

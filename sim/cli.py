@@ -189,12 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``testbed`` console script."""
-    parser = build_parser()
-    completion.hook(parser)  # a shell asking for completions gets them here, and no more
-    args = parser.parse_args(argv)
+    # Handlers first: a signal while the parser is built ends the command as one mid-run.
     previous = exit_on_signals()
     saved_env = save_limits()
     try:
+        parser = build_parser()
+        completion.hook(parser)  # a shell asking for completions gets them here, and no more
+        args = parser.parse_args(argv)
         code: int = args.handler(args)
     except KeyboardInterrupt:
         print("testbed: interrupted", file=sys.stderr)

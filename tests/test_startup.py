@@ -123,3 +123,42 @@ def test_a_signal_while_the_model_imports_ends_quietly(signum, code, said, tmp_p
                           timeout=60)
     assert (done.returncode, done.stderr.strip()) == (code, said)
     assert done.stdout == ""
+
+
+# The console script (sim.launch) with SIGNAL raised from inside the import of the CLI
+# itself, before sim.cli.main can install its handlers.
+SIGNAL_DURING_CLI_IMPORT = """
+import signal, sys
+
+class SignalOnImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "sim.cli":
+            sys.meta_path.remove(self)
+            signal.raise_signal(SIGNUM)
+        return None
+
+sys.meta_path.insert(0, SignalOnImport())
+sys.argv = ["testbed", "list"]
+from sim.launch import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize(("signum", "code", "said"), [(2, 130, "testbed: interrupted"),
+                                                      (15, 143, "testbed: terminated")])
+def test_a_signal_while_the_cli_itself_imports_ends_quietly(signum, code, said, tmp_path):
+    """The console script: a signal during ``import sim.cli`` is 130 or 143, one line."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("_ARGCOMPLETE", None)
+    script = SIGNAL_DURING_CLI_IMPORT.replace("SIGNUM", str(signum))
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert (done.returncode, done.stderr.strip()) == (code, said)
+    assert done.stdout == ""
+
+
+def test_the_console_script_is_the_quiet_launcher():
+    """pyproject's ``testbed`` entry point and ``python -m sim`` both start at sim.launch."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'testbed = "sim.launch:main"' in text
+    assert "from sim.launch import main" in (ROOT / "sim" / "__main__.py").read_text(encoding="utf-8")

@@ -122,6 +122,7 @@ LAYERS: dict[str, int] = {
     "sim.hunt": 5,
     "sim.rollout": 6,  # __init__ re-exports config, result and world: the public face
     "sim.cli": 6,
+    "sim.launch": 6,  # the console script: quiet signal handlers while sim.cli imports
     "sim.commands": 6,  # list/compare/replay/checks/series handlers, imported when they run
     "sim.parsers": 6,  # sweep/rollout/lint-timing arguments, apart from their heavy packages
     "sim.api": 6,  # the Python front door: gathers loading, runs, comparisons and sweeps
