@@ -22,7 +22,7 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -115,22 +115,46 @@ def _write(path: Path, write: Callable[[Any], None], how: dict[str, Any]) -> Non
         with path.open(**how) as handle:
             write(handle)
         return
-    with held():
-        _replace(path.resolve(), write, how)
+    with held(), _beside(path.resolve(), how) as handle:
+        write(handle)
 
 
-def _replace(path: Path, write: Callable[[Any], None], how: dict[str, Any]) -> None:
-    """Write a temporary file beside ``path`` and rename it over ``path``; on failure, remove it."""
+@contextlib.contextmanager
+def replacing(path: Path, *, newline: str | None = None) -> Iterator[IO[str]]:
+    """A text file that becomes ``path`` when the block ends (a device, by --force: in place).
+
+    For a stream written during a long run (``compare --details``): a failure or Ctrl-C in
+    the block keeps the previous file and removes the temporary one; only the final fsync
+    and rename hold Ctrl-C and SIGTERM (the run itself must stay interruptible).
+    """
+    how: dict[str, Any] = {"mode": "w", "encoding": "utf-8", "newline": newline}
+    if is_special(path):
+        with path.open(**how) as handle:
+            yield handle
+        return
+    with _beside(path.resolve(), how, hold_commit=True) as handle:
+        yield handle
+
+
+@contextlib.contextmanager
+def _beside(path: Path, how: dict[str, Any], hold_commit: bool = False) -> Iterator[Any]:
+    """A temporary file beside ``path``, renamed over it if the block ends well, else removed.
+
+    ``hold_commit`` holds signals for the fsync and the rename (a caller that holds them
+    for the whole write already does not ask: ``held`` is not meant to nest).
+    """
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, **how) as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
+            yield handle
+            with held() if hold_commit else contextlib.nullcontext():
+                handle.flush()
+                os.fsync(handle.fileno())
+                handle.close()
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(temporary, 0o666 & ~umask)
+                os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)

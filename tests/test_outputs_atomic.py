@@ -1,9 +1,10 @@
 """Figures and a hunt's found worlds are written whole or not at all, as every output is.
 
 For each writer (``--heatmap``, faceted maps, ``compare --timeline``, hunt's ``.toml``
-files): a failure mid-write keeps the previous file byte for byte and leaves no temporary
-file; a real SIGINT sent from inside the write (as in ``tests/test_signals_pool.py``) is
-held until the new file is whole; a new file has the umask's permissions.
+files, and ``compare --details``, streamed during the run): a failure mid-write keeps the
+previous file byte for byte and leaves no temporary file; a real SIGINT sent from inside
+the write (as in ``tests/test_signals_pool.py``) is held until the new file is whole; a new
+file has the umask's permissions.
 
 The write is interrupted deterministically: the figure's ``savefig`` (or the hunt's text
 writer) is replaced by one that writes the first half of the real bytes, then fails or
@@ -27,6 +28,7 @@ import sim.hunt.output
 from sim import scenario
 from sim.cli import main
 from sim.hunt.search import Found, HuntResult
+from sim.outputs import replacing
 from sim.publish.world import RunResult
 from sim.settings import BadInput
 from sim.show.explore import traced_runs
@@ -202,7 +204,7 @@ def test_ctrl_c_during_compare_timeline_exits_130_with_the_whole_figure(
     target.write_bytes(PREVIOUS)
     seen: list[str] = []
     _interrupt_savefig(monkeypatch, _sigint, seen, folder)
-    command = ["compare", "sept25-crash-loop", "--runs", "1", "--json", "--timeline"]
+    command = ["compare", "sept25-crash-loop", "--runs", "1", "--timeline"]
     assert main([*command, str(target)]) == 130
     assert capsys.readouterr().err.strip() == "testbed: interrupted"
     assert [p.name for p in folder.iterdir()] == ["t.png"]
@@ -309,3 +311,45 @@ def test_a_link_where_a_found_world_goes_is_refused_before_any_is_written(
     assert (folder / NAMES[1]).is_symlink()
     assert elsewhere.read_bytes() == PREVIOUS
     assert [p.name for p in folder.iterdir()] == [NAMES[1]]
+
+
+# --- compare --details: streamed into a temporary file, renamed at the end ----------------
+
+
+def test_a_failure_while_details_stream_keeps_the_previous_file(tmp_path: Path) -> None:
+    """An error in the middle of the stream: the previous file, no temporary file."""
+    target = tmp_path / "runs.jsonl"
+    target.write_bytes(PREVIOUS)
+    def stream() -> None:
+        with replacing(target) as handle:
+            handle.write("{}\n")
+            _disk_full()
+
+    with pytest.raises(OSError, match="No space left"):
+        stream()
+    assert target.read_bytes() == PREVIOUS
+    assert [p.name for p in tmp_path.iterdir()] == ["runs.jsonl"]
+
+
+def test_ctrl_c_at_the_details_rename_keeps_every_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """compare --details: Ctrl-C once every run is in (at the fsync): the whole file, 130."""
+    target = tmp_path / "runs.jsonl"
+    target.write_bytes(PREVIOUS)
+    fsync = os.fsync
+
+    def fsync_then_sigint(fd: int) -> None:
+        fsync(fd)
+        _sigint()
+
+    monkeypatch.setattr(os, "fsync", fsync_then_sigint)  # the os module sim.outputs calls
+    command = ["compare", "sept25-crash-loop", "--runs", "2", "--details"]
+    assert main([*command, str(target)]) == 130
+    assert capsys.readouterr().err.strip() == "testbed: interrupted"
+    assert [p.name for p in tmp_path.iterdir()] == ["runs.jsonl"]
+    monkeypatch.undo()
+    whole = tmp_path / "whole" / "runs.jsonl"
+    whole.parent.mkdir()
+    assert main([*command, str(whole)]) == 0
+    assert target.read_bytes() == whole.read_bytes()
