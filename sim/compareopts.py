@@ -5,13 +5,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sim.outputs import check_image, check_output, is_special
+from sim.outputs import check_image, check_output, replacing
 
 if TYPE_CHECKING:  # the model loads with the first run, not with the parser's options
     from sim.publish.compare import SeedRun
@@ -30,8 +28,9 @@ def details(
 ) -> Iterator[Callable[[SeedRun], None] | None]:
     """``--details FILE.jsonl``: each seed's runs as one JSON line, streamed as they end.
 
-    Written to a temporary file beside the target and renamed when every run is in, so an
-    interrupted compare leaves the previous file (and no temporary one) behind.
+    Written to a temporary file beside the target and renamed when every run is in
+    (``sim.outputs.replacing``), so an interrupted compare leaves the previous file (and no
+    temporary one) behind, and a Ctrl-C once every run is in waits for the rename.
     """
     if not path:
         yield None
@@ -39,37 +38,12 @@ def details(
     from sim.publish.compare import run_json  # noqa: PLC0415 -- see SeedRun
 
     target = check_output("--details", Path(path), force)
-    def line(run: SeedRun) -> str:
-        return json.dumps(run_json(run, publish_started_ms), separators=(",", ":")) + "\n"
+    with replacing(target) as handle:
 
-    if is_special(target):  # a device or pipe (--force): stream straight to it
-        with target.open("w", encoding="utf-8") as device:
+        def to_file(run: SeedRun) -> None:
+            handle.write(json.dumps(run_json(run, publish_started_ms), separators=(",", ":")) + "\n")
 
-            def to_device(run: SeedRun) -> None:
-                device.write(line(run))
-
-            yield to_device
-        return
-    folder = target.resolve().parent
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=folder, delete=False,
-                                     prefix=f".{target.name}.", suffix=".tmp") as handle:
-        temporary = Path(handle.name)
-        try:
-
-            def to_file(run: SeedRun) -> None:
-                handle.write(line(run))
-
-            yield to_file
-            handle.flush()
-            os.fsync(handle.fileno())
-        except BaseException:
-            handle.close()
-            temporary.unlink(missing_ok=True)
-            raise
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(temporary, 0o666 & ~umask)
-    os.replace(temporary, target.resolve())
+        yield to_file
 
 
 def check_outputs(args: argparse.Namespace) -> None:

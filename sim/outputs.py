@@ -4,9 +4,10 @@ Every file a command writes (``--out``, ``--record``, ``--details``, ``--timelin
 ``--heatmap``) is checked by ``check_output`` before the first world runs, so a bad path
 costs nothing, and written by ``write_atomic``: a temporary file in the same folder, then a
 rename, so a reader never sees half a file, an old file survives a failure or Ctrl-C, and
-no temporary file is left behind. A Ctrl-C or SIGTERM during that write waits for it to end
-(the rows a user waited for are kept), then ends the command; a second one abandons the
-write, which keeps the previous file.
+no temporary file is left behind. Figures go the same way (``save_figure``), and so do a
+hunt's found worlds: nothing writes straight onto a path a user named. A Ctrl-C or SIGTERM
+during that write waits for it to end (the rows a user waited for are kept), then ends the
+command; a second one abandons the write, which keeps the previous file.
 
 A directory, a missing folder, a folder we cannot write in are bad input. A device node
 (``/dev/null``) or a symbolic link is refused unless ``--force``: a rename would replace
@@ -21,9 +22,9 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, Protocol
 
 from sim.settings import BadInput
 from sim.signals import held
@@ -82,27 +83,78 @@ def write_atomic(
     The file is made with the umask's permissions, as ``open`` would make it. The first
     Ctrl-C or SIGTERM while writing is held until the file is in place (``sim.signals.held``).
     """
+    _write(path, write, {"mode": "w", "encoding": "utf-8", "newline": newline})
+
+
+def write_atomic_bytes(path: Path, write: Callable[[IO[bytes]], None]) -> None:
+    """``write_atomic`` for bytes: ``write`` is given a binary file."""
+    _write(path, write, {"mode": "wb"})
+
+
+class Drawable(Protocol):
+    """A figure (matplotlib's ``Figure``), named without importing matplotlib."""
+
+    def savefig(self, fname: Any, **kwargs: Any) -> None:
+        """Render the figure to a file name or a file object."""
+
+
+def save_figure(figure: Drawable, path: Path, **options: Any) -> None:
+    """``figure.savefig(path, **options)``, written whole or not at all (``write_atomic``).
+
+    The format is the one savefig infers from ``path``'s suffix: it is given explicitly,
+    because savefig renders into a temporary file (or a device) whose name says nothing.
+    """
+    kind = path.suffix.lstrip(".").lower()
+    write_atomic_bytes(path, lambda handle: figure.savefig(handle, format=kind, **options))
+
+
+def _write(path: Path, write: Callable[[Any], None], how: dict[str, Any]) -> None:
+    """Write ``path`` through ``write`` with a file opened as ``how`` says (see write_atomic)."""
     if is_special(path):
         # A device or a pipe may block for ever (a FIFO nobody reads): Ctrl-C ends it now.
-        with path.open("w", encoding="utf-8", newline=newline) as handle:
+        with path.open(**how) as handle:
             write(handle)
         return
-    with held():
-        _replace(path.resolve(), write, newline)
+    with held(), _beside(path.resolve(), how) as handle:
+        write(handle)
 
 
-def _replace(path: Path, write: Callable[[IO[str]], None], newline: str | None) -> None:
-    """Write a temporary file beside ``path`` and rename it over ``path``; on failure, remove it."""
+@contextlib.contextmanager
+def replacing(path: Path, *, newline: str | None = None) -> Iterator[IO[str]]:
+    """A text file that becomes ``path`` when the block ends (a device, by --force: in place).
+
+    For a stream written during a long run (``compare --details``): a failure or Ctrl-C in
+    the block keeps the previous file and removes the temporary one; only the final fsync
+    and rename hold Ctrl-C and SIGTERM (the run itself must stay interruptible).
+    """
+    how: dict[str, Any] = {"mode": "w", "encoding": "utf-8", "newline": newline}
+    if is_special(path):
+        with path.open(**how) as handle:
+            yield handle
+        return
+    with _beside(path.resolve(), how, hold_commit=True) as handle:
+        yield handle
+
+
+@contextlib.contextmanager
+def _beside(path: Path, how: dict[str, Any], hold_commit: bool = False) -> Iterator[Any]:
+    """A temporary file beside ``path``, renamed over it if the block ends well, else removed.
+
+    ``hold_commit`` holds signals for the fsync and the rename (a caller that holds them
+    for the whole write already does not ask: ``held`` is not meant to nest).
+    """
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
+        with os.fdopen(fd, **how) as handle:
+            yield handle
+            with held() if hold_commit else contextlib.nullcontext():
+                handle.flush()
+                os.fsync(handle.fileno())
+                handle.close()
+                umask = os.umask(0)
+                os.umask(umask)
+                os.chmod(temporary, 0o666 & ~umask)
+                os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)

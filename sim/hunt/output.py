@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import tempfile
 import textwrap
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from sim.hunt.search import WRONG, Found, HuntResult
 from sim.hunt.space import ASSUMED, changes, lookup
+from sim.outputs import check_output, write_atomic
 from sim.scenario import validate
 from sim.settings import BadInput
 from sim.show.table import Table, command, fit, width, wrap
@@ -128,26 +128,27 @@ def scenario_toml(result: HuntResult, found: Found, name: str, check_arg: str) -
     return text
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+def _writer(text: str) -> Callable[[IO[str]], None]:
+    def write(handle: IO[str]) -> None:
+        handle.write(text)
+
+    return write
 
 
 def write_found(result: HuntResult, out: Path, check_arg: str) -> list[Path]:
-    """Write every world found into ``out``; return the paths, in the order found."""
-    paths = []
-    for found, name in zip(result.found, file_names(result), strict=True):
-        path = out / name
-        write_atomic(path, scenario_toml(result, found, path.stem, check_arg))
-        paths.append(path)
+    """Write every world found into ``out``; return the paths, in the order found.
+
+    Each file is written whole or not at all, with the umask's permissions
+    (``sim.outputs.write_atomic``). The names are known only now: each is judged before
+    the first file is written (a directory or a link in the way is one line, not a
+    traceback, and the link is not replaced).
+    """
+    paths = [out / name for name in file_names(result)]
+    for path in paths:
+        check_output("--out", path)
+    for found, path in zip(result.found, paths, strict=True):
+        write_atomic(path, _writer(scenario_toml(result, found, path.stem, check_arg)),
+                     newline="\n")
     return paths
 
 

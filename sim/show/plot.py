@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from sim.outputs import save_figure
 from sim.publish.world import RunResult
 from sim.scenario import BadInput
 from sim.show import lanes
@@ -178,7 +179,7 @@ def save_timeline(path: str | Path, scenario: Any, results: Sequence[RunResult])
     try:
         # SVG ids are salted with a random value unless a salt is given.
         with rc_context({"svg.hashsalt": "testbed"}):
-            figure.savefig(target, dpi=110, metadata=NO_DATES.get(suffix))
+            save_figure(figure, target, dpi=110, metadata=NO_DATES.get(suffix))
     except OSError as error:
         raise BadInput(f"--timeline {path}: cannot write ({error.strerror or error})") from None
     return target

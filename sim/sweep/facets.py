@@ -18,6 +18,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from sim.outputs import check_output, save_figure
+
 Row = Mapping[str, Any]
 
 
@@ -104,12 +106,18 @@ def save_facet_maps(
     path: Path,
     name: str,
 ) -> list[Path]:
-    """One figure per check, ``path`` with ``-CHECK`` before its suffix; the paths written."""
-    written = []
-    for check in checks:
-        out = path.with_name(f"{path.stem}-{check}{path.suffix}")
+    """One figure per check, ``path`` with ``-CHECK`` before its suffix; the paths written.
+
+    ``--heatmap`` judged ``path`` before the sweep; the names made from it are judged here,
+    all before the first is drawn, so a directory or a link in the way is one line, not a
+    traceback after some figures are written. Each is written whole or not at all.
+    """
+    outs = [path.with_name(f"{path.stem}-{check}{path.suffix}") for check in checks]
+    for out in outs:
+        check_output("--heatmap", out)
+    for check, out in zip(checks, outs, strict=True):
         title = (f"{name}: where {check} misses (outlined: the shipped scenario's values; "
                  "other axes pooled)")
-        facet_map(rows, check, axes=axes, keys=keys, mark=mark, title=title).savefig(out, dpi=90)
-        written.append(out)
-    return written
+        save_figure(facet_map(rows, check, axes=axes, keys=keys, mark=mark, title=title), out,
+                    dpi=90)
+    return outs

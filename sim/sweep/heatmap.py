@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from sim.outputs import save_figure
 from sim.sweep.units import check_names
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def save_heatmap(rows: Sequence[Row], sweep: Sweep, path: Path) -> None:
     # Panels by the names rows carry (a user's ``file.py:Obj`` reports as its ``name``).
     figure = heatmap(rows, x, y, list(check_names(sweep)),
                      title=f"{sweep.name}: where checks miss")
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path, dpi=110)
 
 
 def _base_value(base: dict[str, Any], key: str) -> Any:
