@@ -76,17 +76,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise BadInput("--heatmap: the sweep needs two axes")
     if args.heatmap:
         check_image("--heatmap", Path(args.heatmap), args.force)
+        # Before any work: a missing plotting library must not cost the whole sweep.
+        try:
+            from sim.sweep.heatmap import (  # noqa: PLC0415 (matplotlib only when asked)
+                facet_paths,
+                save_heatmap,
+            )
+        except ModuleNotFoundError as error:
+            raise BadInput(f"--heatmap needs matplotlib ({error}): "
+                           "pip install 'platform-simulator-testbed[plot]'") from None
+        # Faceted maps write one file per check: every name is judged before the sweep.
+        for path in facet_paths(sweep, Path(args.heatmap)):
+            check_image("--heatmap", path, args.force)
     errors = Console(stderr=True)
     # On a terminal only (as hunt's): piped or logged, its one last line is noise, and
     # `2>&1 | head` would end the sweep at that write, before its rows are saved.
     progress = sweep_progress(sweep.name, errors, args.no_progress or not errors.is_terminal)
-    if args.heatmap:
-        # Before any work: a missing plotting library must not cost the whole sweep.
-        try:
-            from sim.sweep.heatmap import save_heatmap  # noqa: PLC0415 (matplotlib only when asked)
-        except ModuleNotFoundError as error:
-            raise BadInput(f"--heatmap needs matplotlib ({error}): "
-                           "pip install 'platform-simulator-testbed[plot]'") from None
     with progress:
         task = progress.add_task("sweep", total=sweep.units)
         result = run_sweep(
@@ -95,7 +100,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
     write_rows(out, sweep, result.rows, args.force)
     if args.heatmap:
-        save_heatmap(result.rows, sweep, Path(args.heatmap))
+        save_heatmap(result.rows, sweep, Path(args.heatmap), args.force)
     if result.interrupted:
         errors.print(
             f"interrupted: kept the {result.units_done} of {sweep.units} worlds that finished "

@@ -105,6 +105,7 @@ def save_facet_maps(
     mark: Mapping[str, Any],
     path: Path,
     name: str,
+    force: bool = False,
 ) -> list[Path]:
     """One figure per check, ``path`` with ``-CHECK`` before its suffix; the paths written.
 
@@ -114,7 +115,7 @@ def save_facet_maps(
     """
     outs = [path.with_name(f"{path.stem}-{check}{path.suffix}") for check in checks]
     for out in outs:
-        check_output("--heatmap", out)
+        check_output("--heatmap", out, force)
     for check, out in zip(checks, outs, strict=True):
         title = (f"{name}: where {check} misses (outlined: the shipped scenario's values; "
                  "other axes pooled)")

@@ -84,24 +84,33 @@ def heatmap(
     return figure
 
 
-def save_heatmap(rows: Sequence[Row], sweep: Sweep, path: Path) -> None:
+def facet_paths(sweep: Sweep, path: Path) -> list[Path]:
+    """The files ``--heatmap path`` writes: ``path`` itself, or with four [heatmap] axes
+    one per check, ``-CHECK`` before the suffix (by the names the rows carry)."""
+    if sweep.heatmap is not None and len(sweep.heatmap) == 4:
+        return [path.with_name(f"{path.stem}-{check}{path.suffix}") for check in check_names(sweep)]
+    return [path]
+
+
+def save_heatmap(rows: Sequence[Row], sweep: Sweep, path: Path, force: bool = False) -> None:
     """Draw the sweep's heatmap (its [heatmap] axes, else its first two) to ``path``.
 
     With four [heatmap] axes (x, y, columns, rows), one grid figure per check instead
-    (``sim.sweep.facets``), the base scenario's point outlined.
+    (``sim.sweep.facets``, files named by ``facet_paths``), the base scenario's point
+    outlined.
     """
     if sweep.heatmap is not None and len(sweep.heatmap) == 4:
         from sim.sweep.facets import save_facet_maps  # noqa: PLC0415
 
         keys = (sweep.heatmap[0], sweep.heatmap[1], sweep.heatmap[2], sweep.heatmap[3])
         mark = {key: _base_value(sweep.base, key) for key in keys}
+        # Panels by the names rows carry (a user's ``file.py:Obj`` reports as its ``name``).
         save_facet_maps(
-            rows, list(sweep.checks), axes=dict(sweep.axes), keys=keys, mark=mark, path=path,
-            name=sweep.name,
+            rows, list(check_names(sweep)), axes=dict(sweep.axes), keys=keys, mark=mark,
+            path=path, name=sweep.name, force=force,
         )
         return
     x, y = sweep.heatmap or (sweep.keys[0], sweep.keys[1])
-    # Panels by the names rows carry (a user's ``file.py:Obj`` reports as its ``name``).
     figure = heatmap(rows, x, y, list(check_names(sweep)),
                      title=f"{sweep.name}: where checks miss")
     save_figure(figure, path, dpi=110)
