@@ -207,8 +207,30 @@ def _autostart(world: _World) -> Generator[Any, Any, None]:
             return
 
 
-def _publish(world: _World, check: Check | None) -> Generator[Any, Any, None]:
+def _start(world: _World, check: Check | None) -> None:
+    """Start the previous release (at time 0) and the publish (at ``publish.at_s``).
+
+    A previous release that does not fall asleep needs no process of its own: the
+    publish's process launches it in its first step, before it waits for the publish,
+    which schedules every later event in the order the two processes gave them (the
+    previous release's process ran first and only launched, then the publish's waited).
+    """
     env = world.env
+    before = world.scenario.previous
+    if before is not None and before.asleep:
+        env.process(_previous_release(world))
+        env.process(_publish(world, check))
+    else:
+        env.process(_publish(world, check, launch_previous=True))
+
+
+def _publish(
+    world: _World, check: Check | None, launch_previous: bool = False
+) -> Generator[Any, Any, None]:
+    env = world.env
+    if launch_previous and world.previous is not None:
+        for machine in world.machines:
+            machine.launch(world.previous)
     yield env.timeout(world.publish_at_s)
     start_stopped = world.scenario.publish.start_stopped
     for machine in world.machines:
@@ -298,8 +320,7 @@ def ground_truth(scenario: Scenario, seed: int) -> bool:
     """The same world with no check and no rollback: does the release crash by the horizon?"""
     world = build(scenario, seed)
     env = world.env
-    env.process(_previous_release(world))
-    env.process(_publish(world, None))
+    _start(world, None)
     first_crash = env.event()
     ref, at = world.release.ref, world.publish_at_s
     hooks = {m.id: m.on_state for m in world.machines}
@@ -338,8 +359,7 @@ def _simulate(scenario: Scenario, seed: int, check: Check, trace: bool) -> _Worl
     world = build(scenario, seed, trace)
     world.stop_when_settled = not trace
     env = world.env
-    env.process(_previous_release(world))
-    env.process(_publish(world, check))
+    _start(world, check)
     env.run(until=scenario.horizon_s)
     if not world.diverged:
         # No rollback touched the machines: they did what they do with no check at all.
