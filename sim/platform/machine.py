@@ -1,8 +1,8 @@
 """A Fly-style machine: one SimPy process per image it runs, writing its profile's events.
 
 A machine's life, in one place: it boots, reads ``started``, runs until its app exits
-(``sim.platform.behavior``), and the restart policy (``restarts``) decides whether flyd
-boots it again. Every change writes the events its profile (``sim.platform.profiles``)
+(``sim.platform.behavior``), and the restart policy (``sim.platform.restarting``) decides
+whether flyd boots it again. Every change writes the events its profile (``sim.platform.profiles``)
 declares for it into the capped event list.
 """
 
@@ -20,8 +20,9 @@ from checks import Event, MachineSnapshot
 from sim.platform import behavior
 from sim.platform.eventlog import EventLog, Record
 from sim.platform.profiles import PROFILES, Spec
+from sim.platform.restarting import recent_restarts, restarts
 from sim.platform.serving import Serving
-from sim.scenario import AppTable, PlatformTable, RestartPolicy
+from sim.scenario import AppTable, PlatformTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,38 +33,8 @@ class Image:
     app: AppTable
 
 
-def restarts(
-    policy: RestartPolicy, exit_code: int, oom_killed: bool, recent: int, max_retries: int
-) -> bool:
-    """Does flyd restart a machine whose app just exited (not on request)?
-
-    superfly/docs machines/guides-examples/machine-restart-policy (docs@aa73f3e4):
-    ``no`` never restarts; ``always`` restarts "regardless of the exit code"; ``on-failure``
-    restarts "if it exits with a non-zero exit code", "up to max_retries (default 10)
-    times within a 5-minute window" (``recent`` counts the restarts in that window). An
-    OOM kill is a non-zero exit (137): the page does not single it out.
-    """
-    if policy == "always":
-        return True
-    if policy == "no":
-        return False
-    failed = exit_code != 0 or oom_killed
-    return failed and recent < max_retries
-
-
 _NEVER = float("inf")
 _snapshot = tuple.__new__
-
-
-def _recent(restarted: deque[float], now: float, window: float) -> int:
-    """How many of the restart times in ``restarted`` lie within ``window`` before ``now``.
-
-    Drops the older ones; ``window`` 0 counts every restart of the machine's life.
-    """
-    if window:
-        while restarted and restarted[0] <= now - window:
-            restarted.popleft()
-    return len(restarted)
 
 
 class Machine:
@@ -213,7 +184,7 @@ class Machine:
         state = self.state  # a quiet restart that is due has happened...
         self._restart_at = _NEVER  # ...one that is not never will
         if self._boot is not None:  # a boot without a process: it never ends now
-            self._boot.callbacks.remove(self._booted)  # type: ignore[union-attr]
+            self._boot.callbacks.remove(self._booted)
             self._boot = None
         if self._process is not None and self._process.is_alive and not self._parked:
             # A parked life never resumes: it is dropped instead of interrupted, which
@@ -250,7 +221,7 @@ class Machine:
             drawn = self.rng.random() if jitter else 0.0
         boot = behavior.boot_s(image.app, platform.boot_s)
         self._boot = self.env.timeout(boot * (1.0 + (-jitter + 2 * jitter * drawn)))
-        self._boot.callbacks.append(self._booted)  # type: ignore[union-attr]
+        self._boot.callbacks.append(self._booted)
 
     def _booted(self, _event: simpy.Event) -> None:
         self._boot = None
@@ -305,6 +276,39 @@ class Machine:
         if self.on_state is not None:
             self.on_state(self)
 
+    def _exited(
+        self,
+        now: float,
+        ref: str,
+        exit_code: int,
+        oom_killed: bool,
+        *,
+        restart_count: int,
+        restarted: deque[float] | None,
+    ) -> bool:
+        """The app exited on its own: record it, write the exit; does flyd restart it?
+
+        ``restarted``: the times of earlier restarts, kept only under on-failure.
+        """
+        if exit_code != 0 or oom_killed:
+            self.crash_times.append(now)
+            self.crash_images.append(ref)
+        platform = self.platform
+        policy = platform.restart_policy
+        recent = 0 if restarted is None else recent_restarts(restarted, now, platform.retry_window_s)
+        restarting = restarts(policy, exit_code, oom_killed, recent, platform.max_retries)
+        # superfly/docs restart-policy: ``always`` never lets the machine enter stopped.
+        self._change(
+            "starting" if policy == "always" else "stopped",
+            self.profile.crash,
+            (exit_code, oom_killed, False, restarting, restart_count),
+        )
+        if restarting:
+            if restarted is not None:
+                restarted.append(now)
+            self.restarts_total += 1
+        return restarting
+
     def _life(self, image: Image) -> Generator[simpy.Event, Any, None]:
         """The machine running ``image``: boot, run, exit, and restart while flyd does."""
         env, platform, profile, change = self.env, self.platform, self.profile, self._change
@@ -314,11 +318,7 @@ class Machine:
         random, low, span = rng.random, -jitter, 2 * jitter
         boot = behavior.boot_s(app, platform.boot_s)
         delay, policy = platform.restart_delay_s, platform.restart_policy
-        window, max_retries = platform.retry_window_s, platform.max_retries
-        started_events, crash_events = profile.started, profile.crash
-        # superfly/docs restart-policy: ``always`` never lets the machine enter stopped.
-        exited_state = "starting" if policy == "always" else "stopped"
-        crash_times, crash_images = self.crash_times, self.crash_images
+        started_events = profile.started
         # Only on-failure counts restarts: those within its window (0: the whole life).
         counted: deque[float] | None = deque() if policy == "on-failure" else None
         # A restart that writes no event need not be a SimPy event: the restart delay and
@@ -360,24 +360,12 @@ class Machine:
                         return
                     after, exit_code, oom_killed = ended
                 yield env.timeout(after)
-                # The app exited on its own: record a crash, write the exit; does flyd
-                # restart it? (Inline, not a method: once a crash, and a call per crash
-                # cost ~4 % of the incident world's run.)
                 now = env.now
-                if exit_code != 0 or oom_killed:
-                    crash_times.append(now)
-                    crash_images.append(ref)
-                recent = 0 if counted is None else _recent(counted, now, window)
-                restarting = restarts(policy, exit_code, oom_killed, recent, max_retries)
-                change(
-                    exited_state, crash_events,
-                    (exit_code, oom_killed, False, restarting, starts - 1),
+                restarting = self._exited(
+                    now, ref, exit_code, oom_killed, restart_count=starts - 1, restarted=counted
                 )
                 if not restarting:
                     return  # gave up (or policy no, or a clean exit): stays stopped
-                if counted is not None:
-                    counted.append(now)
-                self.restarts_total += 1
                 if quiet_restart:
                     restart_at = now + delay
                     if policy != "always":
