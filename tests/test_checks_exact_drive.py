@@ -104,3 +104,32 @@ def test_the_look_limit_applies_to_a_builtin(monkeypatch: pytest.MonkeyPatch) ->
     steps.send(Look(T0, ()))
     with pytest.raises(CheckFailed, match=r"^check took 2 looks without a verdict"):
         steps.send(Look(T0, ()))
+
+
+class _BuiltinRecords:
+    """A check as if defined in this package that records what each call is given."""
+
+    name = "records"
+
+    def __init__(self) -> None:
+        self.given: list[tuple[int, list[Look]]] = []
+
+    def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Wait | Verdict:
+        self.given.append((publish_started_ms, list(looks)))
+        return Verdict(True, "seen") if len(looks) == 2 else Wait(1)
+
+
+_BuiltinRecords.__module__ = "checks.fake"
+
+
+def test_a_builtin_is_given_the_publish_time_and_every_look_so_far() -> None:
+    """Called directly, a built-in still gets the publish's start and the looks in order."""
+    check = _BuiltinRecords()
+    first, second = Look(T0 + 1, ()), Look(T0 + 2, ())
+    steps = drive(check, T0)
+    assert next(steps) == 1.0
+    assert steps.send(first) == 1.0
+    with pytest.raises(StopIteration) as done:
+        steps.send(second)
+    assert done.value.value == Verdict(True, "seen")
+    assert check.given == [(T0, []), (T0, [first]), (T0, [first, second])]
