@@ -92,7 +92,7 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> _World:
     site = Site(env, live="previous" if previous else None)
     width = len(str(scenario.release.machines))
     machines = [
-        Machine(env, f"m{i:0{width}d}", scenario.platform, rng, serving=site.started,
+        Machine(env, f"m{i:0{width}d}", scenario.platform, rng, serving=site,
                 trace=trace, quiet_restarts=True)
         for i, rng in enumerate(machine_rngs, start=1)
     ]
