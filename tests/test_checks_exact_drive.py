@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from checks.drive import LOOK_TIMEOUT_S, CheckFailed, Interrupt, drive, limits
+from checks.drive import LOOK_TIMEOUT_S, CheckFailed, Interrupt, call_check, drive, limits
 from checks.model import Look, Verdict, Wait
 from tests.exact_events import T0
 
@@ -133,3 +133,19 @@ def test_a_builtin_is_given_the_publish_time_and_every_look_so_far() -> None:
         steps.send(second)
     assert done.value.value == Verdict(True, "seen")
     assert check.given == [(T0, []), (T0, [first]), (T0, [first, second])]
+
+
+@pytest.mark.parametrize("alarm", [False, True])
+def test_call_check_gives_the_check_its_arguments(alarm: bool) -> None:
+    """One call, with or without the alarm: the check gets the publish time and the looks."""
+    check = _BuiltinRecords()
+    looks = [Look(T0 + 1, ())]
+    assert call_check(check, T0, looks, 5.0, alarm) == Wait(1)
+    assert check.given == [(T0, looks)]
+
+
+def test_a_user_check_within_the_timeout_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user check slower than the alarm's repeat but within the limit is not stopped."""
+    monkeypatch.setenv("TESTBED_CHECK_TIMEOUT_S", "1.0")
+    steps = drive(_Sleeps(0.15), T0)
+    assert next(steps) == 1.0
