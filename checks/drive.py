@@ -46,6 +46,8 @@ LOOKS_ENV, TIMEOUT_ENV = "TESTBED_MAX_LOOKS", "TESTBED_CHECK_TIMEOUT_S"
 #: After the limit, the alarm repeats this often, so a check that catches one goes on
 #: being interrupted (one that catches every one in a loop cannot be stopped in-process).
 _REPEAT_S = 0.05
+#: What a Wait's seconds may be (``int | float``, made once: not per step).
+_NUMBER = (int, float)
 
 
 class CheckFailed(Exception):
@@ -64,13 +66,17 @@ class _Overtime(BaseException):
     """The look's wall-clock budget ran out (raised by the SIGALRM handler)."""
 
 
-def limits() -> tuple[int, float]:
+def limits(timeout: bool = True) -> tuple[int, float]:
     """The look limit and the per-look wall-clock limit, from the environment if it says.
 
     The command line validates both (exit 2); a value it could not read falls back to the
-    default here, so a driver never fails on it.
+    default here, so a driver never fails on it. ``timeout`` False: a drive with no alarm
+    to enforce it does not read the wall-clock limit (the default comes back); every
+    drive reads the limits, and an unset variable costs a raised and caught KeyError.
     """
-    return _parsed_limits(os.environ.get(LOOKS_ENV), os.environ.get(TIMEOUT_ENV))
+    return _parsed_limits(
+        os.environ.get(LOOKS_ENV), os.environ.get(TIMEOUT_ENV) if timeout else None
+    )
 
 
 @functools.lru_cache(maxsize=16)
@@ -155,7 +161,11 @@ def call_check(
         raise CheckFailed(f"check took longer than {timeout_s:g} s to answer look "
                           f"{len(looks)} (the limit: --check-timeout or {TIMEOUT_ENV})") from None
     except BaseException as error:
-        raise CheckFailed(f"check raised {type(error).__name__}: {error}") from error
+        raise CheckFailed(_raised(error)) from error
+
+
+def _raised(error: BaseException) -> str:
+    return f"check raised {type(error).__name__}: {error}"
 
 
 def check_name(check: object) -> str:
@@ -171,8 +181,6 @@ def drive(
     check: Check, publish_started_ms: int, max_looks: int | None = None
 ) -> Generator[float, Look, Verdict]:
     """Yield how long to wait before each look; receive the look; return the verdict."""
-    env_looks, timeout_s = limits()
-    max_looks = env_looks if max_looks is None else max_looks
     try:
         getattr(check, "name", None)
     except Interrupt:
@@ -185,8 +193,19 @@ def drive(
     # microseconds, and two setitimer calls per look cost more than their answer
     # (measured: ~8 % of the incident world's run).
     alarm = not type(check).__module__.startswith("checks.") and _ALARM.usable()
+    env_looks, timeout_s = limits(timeout=alarm)
+    max_looks = env_looks if max_looks is None else max_looks
     while True:
-        step = call_check(check, publish_started_ms, looks, timeout_s, alarm)
+        if alarm:
+            step = call_check(check, publish_started_ms, looks, timeout_s, True)
+        else:
+            # No alarm: ``call_check``'s work without its two calls a look.
+            try:
+                step = check.next(publish_started_ms, looks)
+            except Interrupt:
+                raise
+            except BaseException as error:
+                raise CheckFailed(_raised(error)) from error
         if isinstance(step, Verdict):
             if not isinstance(step.ok, bool) or not isinstance(step.reason, str):
                 raise CheckFailed(f"check returned {step!r}; a Verdict needs ok: bool, reason: str")
@@ -196,7 +215,7 @@ def drive(
         seconds = step.seconds
         if (
             isinstance(seconds, bool)
-            or not isinstance(seconds, int | float)
+            or not isinstance(seconds, _NUMBER)
             or not math.isfinite(seconds)
             or seconds < 0
         ):

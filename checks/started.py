@@ -36,10 +36,16 @@ def wait_at_least(seconds: float) -> Wait:
 
 def first_all_started(looks: Sequence[Look]) -> int | None:
     """The index of the first look in which every machine reads ``started``, if any."""
-    return next(
-        (i for i, look in enumerate(looks) if all(m.state == "started" for m in look.machines)),
-        None,
-    )
+    # Loops, not ``next``/``all`` over generators: checks call this at every look, and
+    # the two generators cost ~0.9 us a call against ~0.2 us (an incident world's run
+    # calls it four times).
+    for i, look in enumerate(looks):
+        for machine in look.machines:
+            if machine.state != "started":
+                break
+        else:
+            return i
+    return None
 
 
 def await_started(check: AwaitsStart, publish_started_ms: int, looks: Sequence[Look]) -> Wait | Verdict | int:

@@ -96,6 +96,7 @@ LAYERS: dict[str, int] = {
     "sim.platform.eventlog": 2,
     "sim.platform.serving": 2,
     "sim.platform.behavior": 2,
+    "sim.platform.restarting": 2,  # flyd's restart policy (the machine's life asks it)
     "sim.rollout.server": 2,
     "sim.rollout.drain": 2,
     "sim.rollout.traffic": 2,

@@ -9,13 +9,21 @@ from checks.model import Event
 
 # An event as the machine records it: ``Event``'s fields in order (timestamp in platform
 # ms). It becomes an ``Event`` only if a look reads it, and then only once, with one
-# ``Event(*record)``: a crash loop nobody looks at costs a tuple per event.
+# ``Event(*record)`` (built as ``_event(Event, record)``, the same tuple): a crash loop
+# nobody looks at costs a tuple per event.
 Record = tuple[str, str, int, str, int | None, bool, bool, bool, int]
 #: The fields a ``Record`` holds, in order: ``Event``'s (a test keeps them in step).
 RECORD_FIELDS = (
     "type", "status", "timestamp", "source", "exit_code", "oom_killed", "requested_stop",
     "restarting", "restart_count",
 )
+
+
+#: ``tuple.__new__``: a Record has exactly Event's nine fields in order (a test keeps them
+#: in step), so ``_event(Event, record)`` is ``Event(*record)`` without the named tuple's
+#: Python-level ``__new__`` (measured: ~120 ns against ~240 ns an event; a look builds
+#: every event that is new since the last look).
+_event = tuple.__new__
 
 
 class EventLog:
@@ -66,10 +74,10 @@ class EventLog:
             events = self.records
             kept = len(events) - new
             if kept > 0:
-                fresh = [Event(*record) for record in islice(reversed(events), new)]
+                fresh = [_event(Event, record) for record in islice(reversed(events), new)]
                 self._view = tuple(fresh) + self._view[:kept]
             else:
-                self._view = tuple([Event(*record) for record in reversed(events)])
+                self._view = tuple([_event(Event, record) for record in reversed(events)])
             self._view_at = self.appended
         return self._view
 

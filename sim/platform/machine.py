@@ -1,8 +1,8 @@
 """A Fly-style machine: one SimPy process per image it runs, writing its profile's events.
 
 A machine's life, in one place: it boots, reads ``started``, runs until its app exits
-(``sim.platform.behavior``), and the restart policy (``restarts``) decides whether flyd
-boots it again. Every change writes the events its profile (``sim.platform.profiles``)
+(``sim.platform.behavior``), and the restart policy (``sim.platform.restarting``) decides
+whether flyd boots it again. Every change writes the events its profile (``sim.platform.profiles``)
 declares for it into the capped event list.
 """
 
@@ -20,8 +20,9 @@ from checks import Event, MachineSnapshot
 from sim.platform import behavior
 from sim.platform.eventlog import EventLog, Record
 from sim.platform.profiles import PROFILES, Spec
+from sim.platform.restarting import recent_restarts, restarts
 from sim.platform.serving import Serving
-from sim.scenario import AppTable, PlatformTable, RestartPolicy
+from sim.scenario import AppTable, PlatformTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,37 +33,8 @@ class Image:
     app: AppTable
 
 
-def restarts(
-    policy: RestartPolicy, exit_code: int, oom_killed: bool, recent: int, max_retries: int
-) -> bool:
-    """Does flyd restart a machine whose app just exited (not on request)?
-
-    superfly/docs machines/guides-examples/machine-restart-policy (docs@aa73f3e4):
-    ``no`` never restarts; ``always`` restarts "regardless of the exit code"; ``on-failure``
-    restarts "if it exits with a non-zero exit code", "up to max_retries (default 10)
-    times within a 5-minute window" (``recent`` counts the restarts in that window). An
-    OOM kill is a non-zero exit (137): the page does not single it out.
-    """
-    if policy == "always":
-        return True
-    if policy == "no":
-        return False
-    failed = exit_code != 0 or oom_killed
-    return failed and recent < max_retries
-
-
 _NEVER = float("inf")
-
-
-def _recent(restarted: deque[float], now: float, window: float) -> int:
-    """How many of the restart times in ``restarted`` lie within ``window`` before ``now``.
-
-    Drops the older ones; ``window`` 0 counts every restart of the machine's life.
-    """
-    if window:
-        while restarted and restarted[0] <= now - window:
-            restarted.popleft()
-    return len(restarted)
+_snapshot = tuple.__new__
 
 
 class Machine:
@@ -70,7 +42,7 @@ class Machine:
 
     # Slots: a world builds a Machine per machine per run, and its life reads these.
     __slots__ = (
-        "_parked", "_process", "_restart_at", "_spare_draw", "_state", "all_events", "crash_images",
+        "_boot", "_parked", "_process", "_restart_at", "_spare_draw", "_state", "all_events", "crash_images",
         "crash_times", "env", "history", "id", "image", "log", "on_state", "platform", "profile",
         "quiet_restarts", "restarts_total", "rng", "serving",
     )
@@ -116,6 +88,8 @@ class Machine:
         self._process: simpy.Process | None = None
         #: The life waits on an event nobody will trigger (the app stays up).
         self._parked = False
+        #: The boot of a life that stays up, run without a process (``launch(at_once)``).
+        self._boot: simpy.Timeout | None = None
         #: A boot's jitter draw that no boot used (see ``_life``): the next boot takes it.
         self._spare_draw: float | None = None
         #: With ``trace``: every (time, state) change and every event, uncapped, for plots.
@@ -142,21 +116,31 @@ class Machine:
     def snapshot(self, at_ms: int | None = None) -> MachineSnapshot:
         """What an API read of this machine returns now (``at_ms``: the look's clock)."""
         image = self.image
-        return MachineSnapshot(
+        # ``MachineSnapshot(...)`` with every field given, without the named tuple's
+        # Python-level ``__new__``: every look builds one per machine.
+        return _snapshot(MachineSnapshot, (
             self.id,
             self.state,
             image.ref if image is not None else "",
             self.log.newest_first(),
             self.now_ms() if at_ms is None else at_ms,
             self.restarts_total if self.platform.restart_counter else None,
-        )
+        ))
 
     # -- what the platform's users and fly-proxy do to a machine -------------------------
 
-    def launch(self, image: Image) -> None:
-        """Create the machine with its first image and start it."""
+    def launch(self, image: Image, *, at_once: bool = False) -> None:
+        """Create the machine with its first image and start it.
+
+        ``at_once``: the caller has already scheduled every event that came before the
+        life's first step in this instant, so an app that stays up may boot without a
+        process of its own (``_boot_and_stay``).
+        """
         self._write(self.profile.launch)
-        self._begin(image)
+        if at_once and behavior.stays_up(image.app):
+            self._boot_and_stay(image)
+        else:
+            self._begin(image)
 
     def update(self, image: Image, start: bool = True) -> None:
         """Replace the image in place: stop what runs (a requested stop), start the new one.
@@ -199,6 +183,9 @@ class Machine:
     def _halt(self) -> None:
         state = self.state  # a quiet restart that is due has happened...
         self._restart_at = _NEVER  # ...one that is not never will
+        if self._boot is not None:  # a boot without a process: it never ends now
+            self._boot.callbacks.remove(self._booted)
+            self._boot = None
         if self._process is not None and self._process.is_alive and not self._parked:
             # A parked life never resumes: it is dropped instead of interrupted, which
             # spares SimPy an Interruption event and a thrown exception per update of a
@@ -215,6 +202,31 @@ class Machine:
         # same instant never reads the old image's "started".
         self._set_state("starting")
         self._process = self.env.process(self._life(image))
+
+    def _boot_and_stay(self, image: Image) -> None:
+        """``_begin`` for an app that never exits: one timeout to the boot's end, no process.
+
+        The life's first step, done now: the same jitter draw and boot time. A process
+        would do it one SimPy step later, so this is only for a caller that scheduled
+        everything the process's first step would have come after (``launch``). Then the
+        machine reads started and stays up, as a parked life does (measured: ~4 us of the
+        incident world's run, its previous release).
+        """
+        self.image = image
+        self._set_state("starting")
+        platform = self.platform
+        jitter = platform.jitter
+        drawn, self._spare_draw = self._spare_draw, None
+        if drawn is None:
+            drawn = self.rng.random() if jitter else 0.0
+        boot = behavior.boot_s(image.app, platform.boot_s)
+        self._boot = self.env.timeout(boot * (1.0 + (-jitter + 2 * jitter * drawn)))
+        self._boot.callbacks.append(self._booted)
+
+    def _booted(self, _event: simpy.Event) -> None:
+        self._boot = None
+        self._change("started", self.profile.started)
+        self._parked = True
 
     def _set_state(self, state: str) -> None:
         self._change(state, ())
@@ -283,7 +295,7 @@ class Machine:
             self.crash_images.append(ref)
         platform = self.platform
         policy = platform.restart_policy
-        recent = 0 if restarted is None else _recent(restarted, now, platform.retry_window_s)
+        recent = 0 if restarted is None else recent_restarts(restarted, now, platform.retry_window_s)
         restarting = restarts(policy, exit_code, oom_killed, recent, platform.max_retries)
         # superfly/docs restart-policy: ``always`` never lets the machine enter stopped.
         self._change(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 
 class Serving:
     """A count of the machines that read started; ``changed`` is called when it becomes 0 or 1.
@@ -13,10 +11,17 @@ class Serving:
     telling a listener of every change: in a crash loop nearly every change leaves the
     answer "is any machine up" as it was (measured: the site's per-change hook cost a
     fifth of the 1,000-machine world's machine time, 1.34 s -> 1.07 s without it).
+
+    Whoever acts on the change subclasses it (the publish's site is one) rather than
+    handing in a callback: a bound method of the owner stored here would make the
+    owner and its count a reference cycle, left for the cyclic collector after every
+    run (measured: ~3 us of the incident world's run).
     """
 
-    __slots__ = ("changed", "count")
+    __slots__ = ("count",)
 
-    def __init__(self, changed: Callable[[], None]) -> None:
+    def __init__(self) -> None:
         self.count = 0
-        self.changed = changed
+
+    def changed(self) -> None:
+        """The count just became 0 or 1 (nothing to do here; a subclass acts on it)."""

@@ -27,43 +27,48 @@ class SiteTally:
     down_s: float
 
 
-class Site:
+class Site(Serving):
     """Routing rule: no live release -> 404; a live one with a started machine -> served; else 502.
 
     The site is a timeline of intervals with one outcome each; requests are counted
     afterwards per interval (``tally``), so traffic costs no simulated process.
     """
 
-    __slots__ = ("env", "ever_live", "live", "segments", "started")
+    __slots__ = ("env", "ever_live", "live", "segments")
 
     def __init__(self, env: simpy.Environment, live: str | None) -> None:
         self.env = env
         self.live = live
         self.ever_live = live is not None
-        #: The app's machines that read started: they keep it current (``Machine.serving``).
-        self.started = Serving(self._mark)
+        #: The site is the count of the app's machines that read started (``Serving``):
+        #: they keep it current (``Machine.serving``) and it marks the change.
+        super().__init__()
         self.segments: list[tuple[float, str]] = [(env.now, self._outcome())]
 
     def set_live(self, release: str | None) -> None:
         """Mark a release live (or none: the site serves 404)."""
         self.live = release
         self.ever_live = self.ever_live or release is not None
-        self._mark()
+        self.changed()
 
     @property
     def serving(self) -> bool:
         """True when some machine of the fleet reads started."""
-        return self.started.count > 0
+        return self.count > 0
 
     def _outcome(self) -> str:
         if self.live is None:
             return NOT_FOUND
-        return SERVED if self.started.count else BAD_GATEWAY
+        return SERVED if self.count else BAD_GATEWAY
 
-    def _mark(self) -> None:
+    def changed(self) -> None:
+        """Mark the outcome from now on if it differs from the last one.
+
+        Called when the count becomes 0 or 1 (``Serving``) and when the live release changes.
+        """
         # ``_outcome`` inlined: in a one-machine crash loop this runs at every start and crash.
         outcome = (
-            NOT_FOUND if self.live is None else SERVED if self.started.count else BAD_GATEWAY
+            NOT_FOUND if self.live is None else SERVED if self.count else BAD_GATEWAY
         )
         if outcome != self.segments[-1][1]:
             self.segments.append((self.env.now, outcome))

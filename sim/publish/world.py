@@ -9,77 +9,23 @@ import random
 import traceback
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import simpy
 
-from checks import Check, Event, Look, Verdict
+from checks import Check, Look, Verdict
 from checks.drive import CheckFailed, check_name, drive
 from sim.platform.machine import Image, Machine
 from sim.publish.gcpause import gc_paused
-from sim.publish.site import DOWN_STATES, Site, SiteTally
-from sim.scenario import Outcome, Scenario
+from sim.publish.runresult import MachineTrace, RecordedLook, RunResult, Trace
+from sim.publish.site import DOWN_STATES, Site
+from sim.scenario import Scenario
 
-
-class RecordedLook(NamedTuple):
-    """A look as the check saw it, plus what the platform hid from it (dropped events)."""
-
-    look: Look
-    dropped: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class MachineTrace:
-    """Everything one machine did in a run: state changes and every event, none dropped."""
-
-    id: str
-    states: tuple[tuple[float, str], ...]
-    events: tuple[Event, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Trace:
-    """The full story of a run, for timelines: times in simulated seconds from 0."""
-
-    publish_at_s: float
-    horizon_s: float
-    epoch_ms: int
-    machines: tuple[MachineTrace, ...]
-    site: tuple[tuple[float, str], ...]
-    previous_image: str | None
-    release_image: str
-
-
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    """What one check concluded in one world, and what that cost the site."""
-
-    check: str
-    seed: int
-    verdict: Verdict | None
-    decided_at_s: float | None
-    rollback: str | None
-    late_failure_at_s: float | None
-    site: SiteTally
-    looks: tuple[RecordedLook, ...]
-    bad: bool
-    error: str | None = None
-    #: The traceback of the check's own exception, when it raised (``--debug`` shows it).
-    error_detail: str | None = None
-    trace: Trace | None = None
-
-    @property
-    def outcome(self) -> Outcome:
-        """caught / missed / passed / false_alarm, against the behaviour's ground truth."""
-        if self.error is not None:
-            return "error"
-        if self.verdict is None:
-            return "undecided"
-        if not self.verdict.judged:
-            return "blind"
-        if self.bad:
-            return "missed" if self.verdict.ok else "caught"
-        return "passed" if self.verdict.ok else "false_alarm"
+# The result types live in ``sim.publish.runresult``; importable from here as before.
+__all__ = [
+    "MachineTrace", "RecordedLook", "RunResult", "Trace", "build", "ground_truth",
+    "release_crashes", "run", "run_checks",
+]
 
 
 @dataclass(eq=False)
@@ -146,7 +92,7 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> _World:
     site = Site(env, live="previous" if previous else None)
     width = len(str(scenario.release.machines))
     machines = [
-        Machine(env, f"m{i:0{width}d}", scenario.platform, rng, serving=site.started,
+        Machine(env, f"m{i:0{width}d}", scenario.platform, rng, serving=site,
                 trace=trace, quiet_restarts=True)
         for i, rng in enumerate(machine_rngs, start=1)
     ]
@@ -207,9 +153,34 @@ def _autostart(world: _World) -> Generator[Any, Any, None]:
             return
 
 
-def _publish(world: _World, check: Check | None) -> Generator[Any, Any, None]:
+def _start(world: _World, check: Check | None) -> None:
+    """Start the previous release (at time 0) and the publish (at ``publish.at_s``).
+
+    A previous release that does not fall asleep needs no process of its own: the
+    publish's process launches it in its first step, before it waits for the publish,
+    which schedules every later event in the order the two processes gave them (the
+    previous release's process ran first and only launched, then the publish's waited).
+    """
     env = world.env
-    yield env.timeout(world.publish_at_s)
+    before = world.scenario.previous
+    if before is not None and before.asleep:
+        env.process(_previous_release(world))
+        env.process(_publish(world, check))
+    else:
+        env.process(_publish(world, check, launch_previous=True))
+
+
+def _publish(
+    world: _World, check: Check | None, launch_previous: bool = False
+) -> Generator[Any, Any, None]:
+    env = world.env
+    publish = env.timeout(world.publish_at_s)
+    if launch_previous and world.previous is not None:
+        # After the publish's timeout, as the previous release's own process did: its
+        # machines' boots come after it in the same instant (``launch``'s at_once).
+        for machine in world.machines:
+            machine.launch(world.previous, at_once=True)
+    yield publish
     start_stopped = world.scenario.publish.start_stopped
     for machine in world.machines:
         if machine.state == "created":
@@ -298,8 +269,7 @@ def ground_truth(scenario: Scenario, seed: int) -> bool:
     """The same world with no check and no rollback: does the release crash by the horizon?"""
     world = build(scenario, seed)
     env = world.env
-    env.process(_previous_release(world))
-    env.process(_publish(world, None))
+    _start(world, None)
     first_crash = env.event()
     ref, at = world.release.ref, world.publish_at_s
     hooks = {m.id: m.on_state for m in world.machines}
@@ -338,8 +308,7 @@ def _simulate(scenario: Scenario, seed: int, check: Check, trace: bool) -> _Worl
     world = build(scenario, seed, trace)
     world.stop_when_settled = not trace
     env = world.env
-    env.process(_previous_release(world))
-    env.process(_publish(world, check))
+    _start(world, check)
     env.run(until=scenario.horizon_s)
     if not world.diverged:
         # No rollback touched the machines: they did what they do with no check at all.
