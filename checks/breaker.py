@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from checks.failsafe import lost_machines
 from checks.memo import LookMemo
 from checks.minhealthy import newest_start_ms
 from checks.model import Look, MachineSnapshot, Verdict, Wait
+from checks.options import COUNT, INTERVAL, SECONDS, refuse_out_of_range
 from checks.protocol import Step
 from checks.reasons import describe
 from checks.started import wait_at_least
@@ -172,14 +173,17 @@ class CircuitBreakerCheck:
     machine the platform gave up on fails at once: nothing would ever complete it.
     """
 
-    threshold: int | None = None
-    failure_percent: int = 50
+    threshold: int | None = field(default=None, metadata=COUNT)
+    failure_percent: int = field(default=50, metadata=COUNT)
     reset_on_healthy_task: bool = True
-    healthy_after_s: float = 30.0
-    completion_timeout_s: float = 600.0
+    healthy_after_s: float = field(default=30.0, metadata=SECONDS)
+    completion_timeout_s: float = field(default=600.0, metadata=SECONDS)
     rollback: bool = True
-    poll_s: float = 1.0
+    poll_s: float = field(default=1.0, metadata=INTERVAL)
     name = "circuit-breaker"
+
+    def __post_init__(self) -> None:
+        refuse_out_of_range(self)
 
     @property
     def rolls_back(self) -> bool:

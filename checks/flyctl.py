@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from checks.failsafe import lost_machines
 from checks.memo import LookMemo
 from checks.model import Event, Look, MachineSnapshot, Verdict, Wait
+from checks.options import INTERVAL, SECONDS, refuse_out_of_range
 from checks.protocol import Step
 from checks.reasons import describe, since
 from checks.started import wait_at_least
@@ -149,13 +150,13 @@ class FlyctlSmokeCheck:
     layer (``window-ran-out``) shows.
     """
 
-    window_s: float = 10.0
-    min_uptime_s: float = 10.0
-    backoff_min_s: float = 0.5
-    backoff_max_s: float = 2.0
-    wait_timeout_s: float = 300.0
+    window_s: float = field(default=10.0, metadata=SECONDS)
+    min_uptime_s: float = field(default=10.0, metadata=SECONDS)
+    backoff_min_s: float = field(default=0.5, metadata=INTERVAL)
+    backoff_max_s: float = field(default=2.0, metadata=INTERVAL)
+    wait_timeout_s: float = field(default=300.0, metadata=SECONDS)
     wait_states: tuple[str, ...] = ("started", "stopped", "suspended")
-    poll_s: float = 1.0
+    poll_s: float = field(default=1.0, metadata=INTERVAL)
     name = "flyctl-smoke"
     #: flyctl's rolling strategy never rolls back (see 4. above).
     rolls_back: ClassVar[bool] = False
@@ -163,6 +164,7 @@ class FlyctlSmokeCheck:
     def __post_init__(self) -> None:
         # A scenario file gives a list; keep the check hashable and immutable.
         object.__setattr__(self, "wait_states", tuple(self.wait_states))
+        refuse_out_of_range(self)
 
     def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
         """Return the next read's wait, or the verdict once every machine is decided."""

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from checks.failsafe import lost_machines
 from checks.model import Look, MachineSnapshot, Verdict, Wait
+from checks.options import INTERVAL, SECONDS, refuse_out_of_range
 from checks.protocol import Step
 from checks.reasons import describe, since
 from checks.started import await_started
@@ -24,10 +25,13 @@ class LayeredCheck:
     subclasses decide from the visible event lists.
     """
 
-    look_delay_s: float = 5.0
-    start_timeout_s: float = 60.0
-    poll_s: float = 1.0
+    look_delay_s: float = field(default=5.0, metadata=SECONDS)
+    start_timeout_s: float = field(default=60.0, metadata=SECONDS)
+    poll_s: float = field(default=1.0, metadata=INTERVAL)
     name = "layered"
+
+    def __post_init__(self) -> None:
+        refuse_out_of_range(self)
 
     def crashed_again(
         self, look2: MachineSnapshot, look3: MachineSnapshot, publish_started_ms: int

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from checks.failsafe import lost_machines
 from checks.memo import LookMemo
 from checks.model import Look, MachineSnapshot, Verdict, Wait
+from checks.options import INTERVAL, SECONDS, refuse_out_of_range
 from checks.protocol import Step
 from checks.reasons import describe, since
 from checks.started import wait_at_least
@@ -128,14 +129,15 @@ class MinHealthyTimeCheck:
     than ``min_healthy_s`` after each start passes. Linear in machines and looks.
     """
 
-    min_healthy_s: float = 10.0
-    healthy_deadline_s: float = 300.0
-    progress_deadline_s: float = 600.0
+    min_healthy_s: float = field(default=10.0, metadata=SECONDS)
+    healthy_deadline_s: float = field(default=300.0, metadata=SECONDS)
+    progress_deadline_s: float = field(default=600.0, metadata=SECONDS)
     rule: str = "nomad"
-    poll_s: float = 1.0
+    poll_s: float = field(default=1.0, metadata=INTERVAL)
     name = "min-healthy-time"
 
     def __post_init__(self) -> None:
+        refuse_out_of_range(self)
         if self.rule not in RULES:
             raise ValueError(f"rule must be one of {', '.join(RULES)}, not {self.rule!r}")
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from checks.failsafe import lost_machines
 from checks.memo import LookMemo
 from checks.model import Look, MachineSnapshot, Verdict, Wait
+from checks.options import INTERVAL, SECONDS, refuse_out_of_range
 from checks.protocol import Step
 from checks.reasons import describe, since
 from checks.started import awaiting, wait_at_least
@@ -50,10 +51,13 @@ class RestartCounterCheck:
     Blind spot: a crash later than ``look_delay_s`` after every machine read started.
     """
 
-    look_delay_s: float = 5.0
-    start_timeout_s: float = 60.0
-    poll_s: float = 1.0
+    look_delay_s: float = field(default=5.0, metadata=SECONDS)
+    start_timeout_s: float = field(default=60.0, metadata=SECONDS)
+    poll_s: float = field(default=1.0, metadata=INTERVAL)
     name = "restart-counter"
+
+    def __post_init__(self) -> None:
+        refuse_out_of_range(self)
 
     def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
         """Return the next wait, or a verdict from the counters and states seen so far."""

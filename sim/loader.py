@@ -34,6 +34,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from checks import BUILTIN_CHECKS, Check
 from checks.drive import check_name
+from checks.options import Range, declared_range, problem
 from sim import checkcmd
 from sim.scenario import BadInput
 
@@ -109,6 +110,8 @@ class _Field:
     name: str
     default: Any
     hint: Any
+    #: The range the check declares for it (``checks.options``), checked before any run.
+    rule: Range | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +154,7 @@ def _fields(cls: type[Any]) -> tuple[_Field, ...]:
             if default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
                 default = f.default_factory()
             found.append(_Field(f.name, _NO_DEFAULT if default is dataclasses.MISSING else default,
-                                hints.get(f.name)))
+                                hints.get(f.name), declared_range(f)))
         return tuple(found)
     params = inspect.signature(cls).parameters.values()
     return tuple(
@@ -234,6 +237,10 @@ def _typed(target: _Target, item: _Field, value: Any, where: str) -> Any:
     except ValidationError as error:
         rule = error.errors()[0]["msg"].rstrip(".").lower()
         raise BadInput(f"{where} {item.name}={value!r}: {target.name}.{item.name}: {rule}") from None
+    if item.rule is not None and typed is not None:
+        found = problem(target.name, item.name, item.rule, typed)
+        if found is not None:
+            raise BadInput(f"{where} {item.name}={value!r}: {found}")
     # Options are times and counts: inf or NaN would make a check wait forever or never judge.
     if isinstance(typed, float) and not math.isfinite(typed):
         raise BadInput(f"{where} {item.name}={value!r}: {target.name}.{item.name}: "
