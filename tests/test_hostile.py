@@ -252,6 +252,19 @@ def _corpus() -> list[Case]:  # noqa: PLR0915 -- one table of cases, read top to
     add("compare-check-opt-inf", "NaN/inf/huge values",
         ["compare", SCENARIO, "--check", "count", "--check-opt", "look_delay_s=inf"], 2,
         r"look_delay_s.*finite")
+    # Out of the range each check declares (checks/options.py): refused before any world runs.
+    for check, option, value, rule in (
+        ("count", "look_delay_s", "-1", "seconds >= 0"),
+        ("count", "poll_s", "0", "seconds > 0"),
+        ("restart-counter", "start_timeout_s", "-0.5", "seconds >= 0"),
+        ("flyctl-smoke", "backoff_min_s", "0", "seconds > 0"),
+        ("min-healthy-time", "healthy_deadline_s", "-inf", "seconds >= 0"),
+        ("circuit-breaker", "failure_percent", "-1", "whole number >= 0"),
+    ):
+        add(f"compare-check-opt-{check}-{option}-{value}", "NaN/inf/huge values",
+            ["compare", SCENARIO, "--check", check, "--check-opt", f"{option}={value}"], 2,
+            rf"--check-opt {option}={value}: {check}'s {option} must be a finite number of {rule}"
+            if "seconds" in rule else rf"{check}'s {option} must be a {rule}")
     add("rollout-set-wrong-type", "wrong types", ["rollout", "original", "--set",
         "fleet.servers='many'"], 2, r"fleet\.servers: .*integer")
     add("sweep-wrong-type", "wrong types", ["sweep", "s.toml", "--no-progress"], 2,
