@@ -46,6 +46,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     """Print the shipped scenarios (or the event profiles), one line each."""
     if args.profiles:
         return _list_profiles(args.json)
+    if args.json:  # the scenario listing has no JSON form (yet): refuse rather than ignore
+        raise BadInput("--json: needs --profiles (the scenario listing is text only)")
     publishes = {n: _line(scenario.load(n).description) for n in scenario.shipped()}
     rollouts = {n: _line(rollout_config.load(n).description) for n in rollout_config.shipped()}
     print(report.listing({"publish scenarios (testbed compare NAME)": publishes,
@@ -109,6 +111,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     loaded = scenario.load(args.scenario, args.set)
     # Every output path is judged before the first world runs: a bad one costs nothing.
     check_outputs(args)
+    args.junit = junit.checked(args)
     names_asked = checkcmd.with_commands(args.check, args)
     built = build_checks(names_asked, loaded.check, _options(args.check_opt))
     checks = [b.check for b in built]
@@ -169,6 +172,7 @@ def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], se
 def cmd_replay(args: argparse.Namespace) -> int:
     """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
     apply_check_limits(args)
+    args.junit = junit.checked(args)
     wanted = expect.parse(args.expect)
     recordings = load_recordings(args.recording, args.at_ms, args.publish_ms)
     rows = replay_all(recordings, checkcmd.with_commands(args.check, args), _options(args.check_opt))
@@ -186,6 +190,7 @@ def cmd_checks(args: argparse.Namespace) -> int:
     """The built-in checks × shipped scenarios table (Markdown), as in the README."""
     apply_check_limits(args)
     at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
+    args.junit = junit.checked(args)
     reports = []
     asked = args.check or (list(BUILTIN_CHECKS) if args.check_cmd else [])
     names = checkcmd.with_commands(asked, args)

@@ -12,6 +12,7 @@ run is byte-identical.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Sequence
@@ -20,7 +21,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from sim.outputs import check_output, write_atomic
-from sim.settings import BadInput
 
 if TYPE_CHECKING:
     from sim.publish.compare import Comparison
@@ -50,11 +50,22 @@ class Suite:
 
 
 def add_argument(*parsers: argparse.ArgumentParser) -> None:
-    """Add ``--junit FILE.xml`` to each parser; its folder is checked before anything runs."""
+    """Add ``--junit FILE.xml`` (and ``--force``, if the command has none) to each parser.
+
+    Its folder is checked as the command line is read; a symlink or a device at the path
+    is refused unless ``--force``, which the handler checks (``checked``) before any work,
+    as it does for every other output path.
+    """
     for parser in parsers:
         parser.add_argument("--junit", metavar="FILE.xml", type=report_path,
                             help="also write a JUnit XML report: a test case per check and "
-                            "scenario (or recorded run), a failure per unmet expectation")
+                            "scenario (or recorded run), a failure per unmet expectation "
+                            "(through a symlink or to a device: with --force)")
+        # compare has its own --force (for all its outputs); the others get one for --junit,
+        # so that "give --force" is true wherever --junit refuses a path.
+        with contextlib.suppress(argparse.ArgumentError):
+            parser.add_argument("--force", action="store_true",
+                                help="write --junit to a device or through a symlink")
 
 
 def report_path(path: str) -> Path:
@@ -64,11 +75,19 @@ def report_path(path: str) -> Path:
         raise argparse.ArgumentTypeError(f"{path} is a folder, expected a file name")
     if not out.resolve().parent.is_dir():
         raise argparse.ArgumentTypeError(f"{path}: folder {out.parent} does not exist")
-    try:  # a device or a symlink would be replaced by the rename (as root: /dev/null)
-        check_output("--junit", out)
-    except BadInput as error:
-        raise argparse.ArgumentTypeError(str(error).removeprefix(f"--junit {path}: ")) from None
     return out
+
+
+def checked(args: argparse.Namespace) -> Path | None:
+    """Where ``--junit`` will write (a symlink: the file it names, with --force), or BadInput.
+
+    Called by each handler before any work: a device or a symlink would be replaced by
+    the rename (as root: ``/dev/null``), so either is refused unless ``--force``.
+    """
+    path: Path | None = args.junit
+    if path is None:
+        return None
+    return check_output("--junit", path, bool(getattr(args, "force", False)))
 
 
 def compare_suite(result: Comparison, command: str = "compare") -> Suite:

@@ -91,8 +91,10 @@ def test_rollout_accepts_a_toml_path(tmp_path: Path, capsys: pytest.CaptureFixtu
     ("argv", "message"),
     [
         (["rollout", "nope"], "unknown rollout scenario 'nope'"),
-        (["rollout", "fixed", "--runs", "0"], "--runs 0"),
-        (["rollout", "fixed", "--seed", "-1"], "--seed -1"),
+        (["rollout", "fixed", "--runs", "0"], "--runs: must be at least 1 (got 0)"),
+        (["rollout", "fixed", "--runs", "1000000"],
+         "--runs: must be at most 100,000 (got 1,000,000)"),
+        (["rollout", "fixed", "--seed", "-1"], "--seed: must be 0 or more (got -1)"),
         (["rollout", "fixed", "--set", "deploy.lock"], "expected KEY=VALUE"),
         (["rollout", "fixed", "--set", "fleet.servers=0"], "fleet.servers"),
         (["lint-timing", "missing.toml"], "cannot read scenario file"),
@@ -168,3 +170,15 @@ def test_json_is_byte_identical_across_processes() -> None:
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1]
     assert json.loads(outputs[0])["summary"]["runs"] == 2
+
+
+@pytest.mark.parametrize(("option", "value"), [("--seed", "-1"), ("--runs", "0")])
+def test_rollout_and_compare_word_a_bad_count_alike(
+    option: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same bad --seed or --runs gets the same message from rollout and compare."""
+    from sim.cli import main as testbed_main  # noqa: PLC0415 -- this file tests sim.rollout's main
+    assert main(["rollout", "fixed", option, value]) == 2
+    from_rollout = capsys.readouterr().err.partition(": ")[2]  # after the program's prefix
+    assert testbed_main(["compare", "sept25-crash-loop", option, value]) == 2
+    assert capsys.readouterr().err.partition(": ")[2] == from_rollout

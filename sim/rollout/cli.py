@@ -21,10 +21,13 @@ def rollout_command(args: argparse.Namespace) -> int:
     """Run the scenario over the seeds and print the report; 1 if an expectation failed."""
     scenario = load(args.scenario, args.sets)
     seed = scenario.seed if args.seed is None else args.seed
+    # The same form as compare's: the option, the rule, then the value given.
     if seed < 0:
-        raise BadInput(f"--seed {seed}: must be at least 0")
-    if not 1 <= args.runs <= MAX_RUNS:
-        raise BadInput(f"--runs {args.runs}: must be between 1 and {MAX_RUNS}")
+        raise BadInput(f"--seed: must be 0 or more (got {seed})")
+    if args.runs < 1:
+        raise BadInput(f"--runs: must be at least 1 (got {args.runs:,})")
+    if args.runs > MAX_RUNS:
+        raise BadInput(f"--runs: must be at most {MAX_RUNS:,} (got {args.runs:,})")
     runs = run_rollout(scenario, range(seed, seed + args.runs))
     if args.json:
         document = runs.to_json()
