@@ -122,3 +122,48 @@ def test_a_junit_path_in_a_missing_folder_is_bad_input_before_any_run(command, t
     assert "argument --junit: " in err
     assert "does not exist" in err
     assert err.count("\n") == 1
+
+
+def _commands(tmp_path):
+    """compare, checks and replay, each as a command line writing --junit."""
+    looks = tmp_path / "looks.jsonl"
+    assert main(["compare", "healthy-release", "--check", "count", "--record", str(looks)]) == 0
+    return {
+        "compare": ["compare", "healthy-release", "--check", "count"],
+        "checks": ["checks", "--runs", "1", "--check", "count"],
+        "replay": ["replay", str(looks), "--check", "count"],
+    }
+
+
+@pytest.mark.parametrize("command", ["compare", "checks", "replay"])
+def test_a_junit_symlink_is_refused_without_force_and_written_through_with_it(
+    command, tmp_path, capsys, monkeypatch
+):
+    """Every command with --junit refuses a symlink before any work, and --force writes through it.
+
+    The refusal says "give --force", so each of them takes --force; with it the link stays
+    and the file it names is replaced by the report.
+    """
+    argv = _commands(tmp_path)[command]
+    target, link = tmp_path / "target.xml", tmp_path / "link.xml"
+    target.write_text("previous\n")
+    link.symlink_to(target)
+    capsys.readouterr()
+
+    def no_world(*_, **__):
+        raise AssertionError("work started before --junit was checked")
+
+    with monkeypatch.context() as patched:
+        for where in ("sim.commands.compare", "sim.commands.replay_all"):
+            patched.setattr(where, no_world)
+        assert main([*argv, "--junit", str(link)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"--junit {link}: is a symlink" in err
+    assert "give --force" in err
+    assert target.read_text() == "previous\n"
+
+    assert main([*argv, "--junit", str(link), "--force"]) in (0, 1)
+    assert link.is_symlink()
+    assert_junit_shape(target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.xml", "looks.jsonl", "target.xml"]
