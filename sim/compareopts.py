@@ -73,4 +73,4 @@ def add_output_options(comp: argparse.ArgumentParser) -> None:
     comp.add_argument("--summary", action="store_true",
                       help="print only the summary (outcome counts), never per-run details")
     comp.add_argument("--force", action="store_true",
-                      help="write to a device or through a symlink at --record/--timeline/--details")
+                      help="write to a device or through a symlink at --record/--timeline/--details/--junit")
