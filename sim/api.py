@@ -37,7 +37,7 @@ from sim.rollout.config import load as _load_rollout
 from sim.rollout.result import RolloutResult
 from sim.rollout.runs import RolloutRuns, run_rollout
 from sim.scenario import Scenario, load
-from sim.settings import BadInput, at_most, env_limit, seed_value, seed_values, validated
+from sim.settings import MAX_SEED, BadInput, at_most, env_limit, seed_value, seed_values, validated
 from sim.strategies import GuaranteeBroken, assert_guarantee, worlds
 from sim.sweep.file import Sweep, SweepFile, from_spec, load_sweep
 from sim.sweep.output import SweepSummary, summarise
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "App", "BadInput", "Check", "Comparison", "Found", "GuaranteeBroken", "HuntResult", "Look",
+    "MAX_SEED", "App", "BadInput", "Check", "Comparison", "Found", "GuaranteeBroken", "HuntResult", "Look",
     "OutcomeCounts", "RolloutResult", "RolloutRuns", "RolloutScenario", "RunResult", "Scenario",
     "SeedRun", "Sweep", "SweepRows", "SweepSummary", "Verdict", "Wait", "assert_guarantee",
     "build", "compare", "drive_world", "hunt", "load_rollout", "load_scenario", "rollout", "run",
