@@ -5,7 +5,9 @@ Each function takes what the command line takes (a shipped name or a path, check
 ``--set`` and ``--check-opt`` values) or the loaded value itself, and returns frozen
 typed values; the ones people tabulate have ``to_pandas()`` (the ``pandas`` extra).
 Walkthrough with executed examples: ``docs/python-api.md``. Bad input raises
-``BadInput`` with the same one-line message the command line prints.
+``BadInput``: a bad argument (a seed, the seeds, a check, the sets) is one line naming the
+parameter, judged before any scenario loads; trouble inside a spec, an override or a file
+is the one line the command line prints. One spec or override may stand for a list of one.
 
 The test kit for a check of your own is re-exported too: ``App``, ``world`` and
 ``drive_world`` (``sim.testing``), ``worlds`` and ``assert_guarantee`` (``sim.strategies``).
