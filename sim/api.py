@@ -5,7 +5,9 @@ Each function takes what the command line takes (a shipped name or a path, check
 ``--set`` and ``--check-opt`` values) or the loaded value itself, and returns frozen
 typed values; the ones people tabulate have ``to_pandas()`` (the ``pandas`` extra).
 Walkthrough with executed examples: ``docs/python-api.md``. Bad input raises
-``BadInput`` with the same one-line message the command line prints.
+``BadInput``: a bad argument (a seed, the seeds, a check, the sets) is one line naming the
+parameter, judged before any scenario loads; trouble inside a spec, an override or a file
+is the one line the command line prints. One spec or override may stand for a list of one.
 
 The test kit for a check of your own is re-exported too: ``App``, ``world`` and
 ``drive_world`` (``sim.testing``), ``worlds`` and ``assert_guarantee`` (``sim.strategies``).
@@ -14,13 +16,15 @@ The test kit for a check of your own is re-exported too: ``App``, ``world`` and
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
+from numbers import Integral
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from checks import Check, Look, Verdict, Wait
 from checks.drive import check_name
+from sim.compareopts import MAX_RUNS, RUNS_ENV
 from sim.frames import frame
 from sim.hunt.cli import DEFAULT_BUDGET, DEFAULT_SCENARIO, MAX_BUDGET
 from sim.hunt.search import CheckFactory, Found, HuntResult, Progress
@@ -35,7 +39,7 @@ from sim.rollout.config import load as _load_rollout
 from sim.rollout.result import RolloutResult
 from sim.rollout.runs import RolloutRuns, run_rollout
 from sim.scenario import Scenario, load
-from sim.settings import BadInput, validated
+from sim.settings import MAX_SEED, BadInput, at_most, env_limit, seed_value, seed_values, validated
 from sim.strategies import GuaranteeBroken, assert_guarantee, worlds
 from sim.sweep.file import Sweep, SweepFile, from_spec, load_sweep
 from sim.sweep.output import SweepSummary, summarise
@@ -47,7 +51,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "App", "BadInput", "Check", "Comparison", "Found", "GuaranteeBroken", "HuntResult", "Look",
+    "MAX_SEED", "App", "BadInput", "Check", "Comparison", "Found", "GuaranteeBroken", "HuntResult", "Look",
     "OutcomeCounts", "RolloutResult", "RolloutRuns", "RolloutScenario", "RunResult", "Scenario",
     "SeedRun", "Sweep", "SweepRows", "SweepSummary", "Verdict", "Wait", "assert_guarantee",
     "build", "compare", "drive_world", "hunt", "load_rollout", "load_scenario", "rollout", "run",
@@ -61,9 +65,46 @@ ScenarioLike = Scenario | str | os.PathLike[str]
 CheckLike = Check | str
 
 
-def load_scenario(name_or_path: str | os.PathLike[str], sets: Sequence[str] = ()) -> Scenario:
-    """A shipped scenario by name, or a TOML file by path, with ``--set KEY=VALUE`` overrides."""
-    return load(os.fspath(name_or_path), list(sets))
+def load_scenario(name_or_path: str | os.PathLike[str], sets: Sequence[str] | str = ()) -> Scenario:
+    """A shipped scenario by name, or a TOML file by path, with ``--set KEY=VALUE`` overrides.
+
+    One override may be given as a bare string (``"seed=7"``), as a list of one.
+    """
+    return load(os.fspath(name_or_path), _sets(sets))
+
+
+def _sets(sets: Sequence[str] | str) -> list[str]:
+    """``sets`` as a list of ``KEY=VALUE`` strings: a bare string is one, never its characters."""
+    if isinstance(sets, str):
+        return [sets]
+    if not isinstance(sets, Iterable):
+        raise BadInput(f"sets: give KEY=VALUE strings, e.g. ['seed=7'] (got {sets!r})")
+    chosen = list(sets)
+    for item in chosen:
+        if not isinstance(item, str):
+            raise BadInput(f"sets: each must be a KEY=VALUE string, e.g. 'seed=7' (got {item!r})")
+    return chosen
+
+
+def _is_check(check: object) -> bool:
+    """A check object: its ``next`` is callable (a class with a ``next`` method is not one)."""
+    return callable(getattr(check, "next", None)) and not isinstance(check, type)
+
+
+_CHECK_RULE = "a spec such as 'count' or a check object with a next() method"
+
+
+def _checks(checks: Sequence[CheckLike] | CheckLike) -> list[CheckLike]:
+    """``checks`` as a list: one spec or one object is a list of one, never a spec's characters."""
+    if isinstance(checks, str) or _is_check(checks):
+        return [cast(CheckLike, checks)]
+    if not isinstance(checks, Iterable):
+        raise BadInput(f"checks: give a list of checks, each {_CHECK_RULE} (got {checks!r})")
+    chosen = list(checks)
+    for check in chosen:
+        if not (isinstance(check, str) or _is_check(check)):
+            raise BadInput(f"checks: each must be {_CHECK_RULE} (got {check!r})")
+    return chosen
 
 
 def _scenario(scenario: ScenarioLike) -> Scenario:
@@ -71,15 +112,18 @@ def _scenario(scenario: ScenarioLike) -> Scenario:
 
 
 def build(
-    scenario: ScenarioLike, checks: Sequence[CheckLike] = (), options: Mapping[str, Any] | None = None
+    scenario: ScenarioLike,
+    checks: Sequence[CheckLike] | CheckLike = (),
+    options: Mapping[str, Any] | None = None,
 ) -> list[Check]:
     """The checks as they run in ``scenario``: specs built with its ``[check]`` table.
 
     No checks means every built-in. ``options`` are ``--check-opt`` values
     (``{"look_delay_s": 5}``, or ``{"count.look_delay_s": 5}`` for one check); a check
-    given as an object runs as it is.
+    given as an object runs as it is. One check may be given alone, as a list of one.
     """
-    return _built(_scenario(scenario), checks, options)[0]
+    chosen = _checks(checks)
+    return _built(_scenario(scenario), chosen, options)[0]
 
 
 def _built(
@@ -106,14 +150,17 @@ def run(
 
     ``trace=True`` keeps every state change and event, for ``sim.show.plot`` timelines.
     """
+    if not (isinstance(check, str) or _is_check(check)):
+        raise BadInput(f"check: must be {_CHECK_RULE} (got {check!r})")
+    chosen = None if seed is None else seed_value("seed", seed)
     loaded = _scenario(scenario)
-    [built] = build(loaded, [check], options)
-    return _run(loaded, loaded.seed if seed is None else seed, built, trace=trace)
+    [built] = _built(loaded, [check], options)[0]
+    return _run(loaded, loaded.seed if chosen is None else chosen, built, trace=trace)
 
 
 def compare(
     scenario: ScenarioLike,
-    checks: Sequence[CheckLike] = (),
+    checks: Sequence[CheckLike] | CheckLike = (),
     seeds: Iterable[int] | None = None,
     *,
     options: Mapping[str, Any] | None = None,
@@ -122,10 +169,16 @@ def compare(
 
     No checks means every built-in. The result holds every run (``seeds``), the outcome
     counts per check (``summary``) and the scenario's ``[expect]`` judged on each seed.
+    One check may be given alone (``"count"``), as a list of one. ``seeds`` is a list or
+    range of at least one seed, at most ``testbed compare``'s run limit.
     """
+    chosen_checks = _checks(checks)
+    if isinstance(seeds, Sized):  # judged before a range of a billion is spelled out
+        at_most("seeds", max(len(seeds), 1), env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
+    chosen = None if seeds is None else seed_values("seeds", seeds)
     loaded = _scenario(scenario)
-    built, made = _built(loaded, checks, options)
-    return _compare(loaded, built, (loaded.seed,) if seeds is None else seeds, setups=made)
+    built, made = _built(loaded, chosen_checks, options)
+    return _compare(loaded, built, (loaded.seed,) if chosen is None else chosen, setups=made)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +208,8 @@ def sweep(
     processes, started as ``multiprocessing`` does (a script guards the call with
     ``if __name__ == "__main__":``); the default runs here. Rows come in unit order either way.
     """
+    every = _whole("every", every, "1 or more")
+    workers = _whole("workers", workers, "1 or more")
     if isinstance(spec, Sweep):
         chosen = spec
     elif isinstance(spec, Mapping):
@@ -162,9 +217,6 @@ def sweep(
                            str(spec.get("name") or "sweep"))
     else:
         chosen = load_sweep(os.fspath(spec))
-    for name, value in (("every", every), ("workers", workers)):
-        if value < 1:
-            raise BadInput(f"{name}: must be 1 or more (got {value})")
     if every > 1:
         chosen = chosen.thinned(every)
     result = run_sweep(chosen, workers=workers)
@@ -173,9 +225,14 @@ def sweep(
     return SweepRows(chosen, tuple(result.rows), result.summary or summarise(result))
 
 
-def load_rollout(name_or_path: str | os.PathLike[str], sets: Sequence[str] = ()) -> RolloutScenario:
-    """A shipped rollout scenario (``scenarios/rollouts/``) by name, or a TOML file by path."""
-    return _load_rollout(os.fspath(name_or_path), list(sets))
+def load_rollout(
+    name_or_path: str | os.PathLike[str], sets: Sequence[str] | str = ()
+) -> RolloutScenario:
+    """A shipped rollout scenario (``scenarios/rollouts/``) by name, or a TOML file by path.
+
+    ``sets`` are ``--set KEY=VALUE`` overrides; one may be given as a bare string.
+    """
+    return _load_rollout(os.fspath(name_or_path), _sets(sets))
 
 
 def rollout(
@@ -187,8 +244,17 @@ def rollout(
     its timing invariants, and the scenario's ``[expect]`` judged on the runs; a missed
     expectation is in ``expectations_failed``, not raised.
     """
+    chosen = None if seeds is None else seed_values("seeds", seeds)  # before any loading
     loaded = scenario if isinstance(scenario, RolloutScenario) else load_rollout(scenario)
-    return run_rollout(loaded, (loaded.seed,) if seeds is None else seeds)
+    return run_rollout(loaded, (loaded.seed,) if chosen is None else chosen)
+
+
+def _whole(field: str, value: object, rule: str, most: int | None = None) -> int:
+    """A count given in Python: a whole number (numpy's too, not a bool) from 1 (to ``most``)."""
+    if (isinstance(value, bool) or not isinstance(value, Integral) or int(value) < 1
+            or (most is not None and int(value) > most)):
+        raise BadInput(f"{field}: must be a whole number, {rule} (got {value!r})")
+    return int(value)
 
 
 def _factory(check: CheckLike | CheckFactory) -> CheckFactory:
@@ -204,7 +270,7 @@ def _factory(check: CheckLike | CheckFactory) -> CheckFactory:
             return built[key]
 
         return from_spec
-    if callable(getattr(check, "next", None)) and not isinstance(check, type):
+    if _is_check(check):
         same = cast(Check, check)
         return lambda options: same  # an object runs as it is in every world
     if callable(check):
@@ -230,10 +296,8 @@ def hunt(
     round; the same ``seed`` finds the same worlds. ``progress(round, tried, found,
     shrinking)`` is told after every world tried (``testbed hunt`` draws its bar with it).
     """
-    if not 1 <= budget <= MAX_BUDGET:
-        raise BadInput(f"budget: must be from 1 to {MAX_BUDGET:,} (got {budget})")
-    if seed < 0:
-        raise BadInput(f"seed: must be 0 or more (got {seed})")
+    budget = _whole("budget", budget, f"from 1 to {MAX_BUDGET:,}", MAX_BUDGET)
+    seed = seed_value("seed", seed)
     base = _scenario(scenario)
     make = _factory(check)
     name = check_name(make(base.check.model_dump()))  # built once here: a bad spec stops here

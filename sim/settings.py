@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import stat
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from numbers import Integral
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
@@ -177,6 +178,45 @@ def at_most(option: str, value: int, limit: int, env: str) -> None:
     if value > limit:
         raise BadInput(f"{option}: must be at most {limit:,} (got {value:,}); "
                        f"set {env} to raise the limit")
+
+
+#: The largest seed: a run's seed is a row of the ``to_pandas()`` tables, whose ``seed``
+#: column is a nullable Int64 (sim.frames.INT); a larger one turns it into Python objects.
+MAX_SEED = 2**63 - 1
+_SEED_RULE = "a whole number from 0 to 2**63 - 1"
+
+
+def seed_value(field: str, value: object) -> int:
+    """One seed given in Python: a whole number (numpy's ints too, not a bool) in 0..MAX_SEED.
+
+    The command line's ``--seed`` rule (0 or more) with the tables' upper bound; ``field``
+    names the parameter in the message.
+    """
+    if not _is_seed(value):
+        raise BadInput(f"{field}: must be {_SEED_RULE} (got {value!r})")
+    return int(cast(Integral, value))
+
+
+def _is_seed(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, Integral) and 0 <= int(value) <= MAX_SEED
+
+
+def seed_values(field: str, values: object) -> tuple[int, ...]:
+    """Seeds given in Python (``range(20)``, ``[0, 1]``): at least one, each as ``seed_value``.
+
+    A bare number or a string is refused, not read as a count or digit by digit: ``5``
+    could mean seed 5 or five seeds, so the message shows both spellings.
+    """
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise BadInput(f"{field}: give the seeds as a list or range, e.g. [{values!r}] or "
+                       f"range(5) (got {values!r})")
+    chosen = tuple(values)
+    if not chosen:
+        raise BadInput(f"{field}: give at least one seed")
+    for value in chosen:
+        if not _is_seed(value):
+            raise BadInput(f"{field}: each must be {_SEED_RULE} (got {value!r})")
+    return tuple(int(cast(Integral, value)) for value in chosen)
 
 
 def load_settings(

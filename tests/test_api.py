@@ -158,16 +158,19 @@ def test_hunt_runs_a_check_object_as_it_is_in_every_world():
 
 @pytest.mark.parametrize(("call", "message"), [
     (lambda: api.load_scenario("no-such-world"), "no-such-world"),
-    (lambda: api.sweep({"scenario": SEPT25}, every=0), "every: must be 1 or more (got 0)"),
-    (lambda: api.sweep({"scenario": SEPT25}, workers=0), "workers: must be 1 or more (got 0)"),
+    (lambda: api.sweep({"scenario": SEPT25}, every=0), "every: must be a whole number, 1 or more (got 0)"),
+    (lambda: api.sweep({"scenario": SEPT25}, workers=0),
+     "workers: must be a whole number, 1 or more (got 0)"),
     (lambda: api.run(SEPT25, "no-such-check"), "no-such-check"),
     (lambda: api.rollout("no-such-deploy"), "unknown rollout scenario 'no-such-deploy'"),
     (lambda: api.rollout("fixed", seeds=[]), "seeds: give at least one seed"),
-    (lambda: api.rollout("fixed", seeds=[0, -1]), "seeds: each must be a whole number, 0 or more (got -1)"),
-    (lambda: api.rollout("fixed", seeds=[1.5]), "seeds: each must be a whole number, 0 or more (got 1.5)"),
+    (lambda: api.rollout("fixed", seeds=[0, -1]),
+     "seeds: each must be a whole number from 0 to 2**63 - 1 (got -1)"),
+    (lambda: api.rollout("fixed", seeds=[1.5]),
+     "seeds: each must be a whole number from 0 to 2**63 - 1 (got 1.5)"),
     (lambda: api.load_rollout("fixed", ["fleet.servers=0"]), "fleet.servers"),
-    (lambda: api.hunt("timestamp", budget=0), "budget: must be from 1 to 100,000 (got 0)"),
-    (lambda: api.hunt("timestamp", seed=-1), "seed: must be 0 or more (got -1)"),
+    (lambda: api.hunt("timestamp", budget=0), "budget: must be a whole number, from 1 to 100,000 (got 0)"),
+    (lambda: api.hunt("timestamp", seed=-1), "seed: must be a whole number from 0 to 2**63 - 1 (got -1)"),
     (lambda: api.hunt("no-such-check", budget=1), "no-such-check"),
     (lambda: api.hunt(42, budget=1), "check: a spec, a check (with next()) or a factory"),
 ])
@@ -176,3 +179,75 @@ def test_bad_input_is_one_line_naming_what_was_wrong(call, message):
     with pytest.raises(api.BadInput, match=re.escape(message)) as raised:
         call()
     assert "\n" not in str(raised.value)
+
+
+# The seed rule of sim.settings.seed_value: a whole number (not a bool) from 0 to MAX_SEED,
+# the largest a to_pandas() table's Int64 seed column holds.
+SEED_RULE = "must be a whole number from 0 to 2**63 - 1"
+NO_SUCH = "no-such-world"  # a scenario that does not load: bad arguments are judged first
+
+
+@pytest.mark.parametrize("seed", ["1", -1, 1.5, True, 2**80, api.MAX_SEED + 1])
+@pytest.mark.parametrize(("call", "field"), [
+    (lambda seed: api.run(NO_SUCH, "count", seed=seed), "seed"),
+    (lambda seed: api.hunt("count", NO_SUCH, budget=1, seed=seed), "seed"),
+    (lambda seed: api.compare(NO_SUCH, ["count"], seeds=[0, seed]), "seeds"),
+    (lambda seed: api.rollout("no-such-deploy", seeds=[seed]), "seeds"),
+])
+def test_a_seed_that_is_not_a_whole_number_in_range_is_refused_before_any_work(call, field, seed):
+    """Each seed the CLI's --seed would refuse, or that the tables cannot hold, names its parameter."""
+    each = "each " if field == "seeds" else ""
+    with pytest.raises(api.BadInput, match=re.escape(f"{field}: {each}{SEED_RULE} (got {seed!r})")):
+        call(seed)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: api.compare(NO_SUCH, ["count"], seeds=[]), "seeds: give at least one seed"),
+    (lambda: api.rollout("no-such-deploy", seeds=[]), "seeds: give at least one seed"),
+    (lambda: api.compare(NO_SUCH, ["count"], seeds=5), "seeds: give the seeds as a list or range, e.g. [5]"),
+    (lambda: api.rollout("no-such-deploy", seeds=5), "seeds: give the seeds as a list or range, e.g. [5]"),
+    (lambda: api.compare(NO_SUCH, ["count"], seeds="01"), "seeds: give the seeds as a list or range"),
+    (lambda: api.compare(NO_SUCH, ["count"], seeds=range(10**9)),
+     "seeds: must be at most 1,000,000 (got 1,000,000,000); set TESTBED_MAX_RUNS"),
+    (lambda: api.run(NO_SUCH, 42),
+     "check: must be a spec such as 'count' or a check object with a next() method (got 42)"),
+    (lambda: api.run(NO_SUCH, None), "check: must be a spec such as 'count' or a check object"),
+    (lambda: api.run(NO_SUCH, _FirstLook), "check: must be a spec"),  # the class, not a check
+    (lambda: api.compare(NO_SUCH, [None]), "checks: each must be a spec such as 'count' or a check object "
+     "with a next() method (got None)"),
+    (lambda: api.compare(NO_SUCH, ["count", 42]), "checks: each must be a spec"),
+    (lambda: api.compare(NO_SUCH, None), "checks: give a list of checks"),
+    (lambda: api.build(NO_SUCH, [3.5]), "checks: each must be a spec"),
+    (lambda: api.load_scenario(NO_SUCH, [1]), "sets: each must be a KEY=VALUE string, e.g. 'seed=7' (got 1)"),
+    (lambda: api.load_scenario(NO_SUCH, 7), "sets: give KEY=VALUE strings"),
+    (lambda: api.load_rollout("no-such-deploy", [None]), "sets: each must be a KEY=VALUE string"),
+    (lambda: api.hunt("count", NO_SUCH, budget="8"),
+     "budget: must be a whole number, from 1 to 100,000 (got '8')"),
+    (lambda: api.sweep(NO_SUCH, every=2.0), "every: must be a whole number, 1 or more (got 2.0)"),
+    (lambda: api.sweep(NO_SUCH, workers="2"), "workers: must be a whole number, 1 or more (got '2')"),
+])
+def test_bad_arguments_are_refused_before_the_scenario_loads(call, message):
+    """Each bad argument is one line naming the parameter (not a flag), before any loading."""
+    with pytest.raises(api.BadInput, match=re.escape(message)) as raised:
+        call()
+    assert "\n" not in str(raised.value)
+    assert NO_SUCH not in str(raised.value)  # the scenario was never looked up
+
+
+def test_seeds_take_numpy_integers_and_the_largest_seed():
+    """Whole numbers of any integer type count, up to MAX_SEED, which a table's Int64 holds."""
+    np = pytest.importorskip("numpy")
+    result = api.compare(SEPT25, "count", seeds=np.arange(2))
+    assert [run.seed for run in result.seeds] == [0, 1]
+    assert api.run(SEPT25, "count", seed=api.MAX_SEED).seed == 2**63 - 1
+
+
+def test_a_single_spec_or_set_string_is_a_list_of_one():
+    """checks="count" is ["count"] and sets="seed=7" is ["seed=7"], never read letter by letter."""
+    assert api.compare(SEPT25, "count") == api.compare(SEPT25, ["count"])
+    assert api.build(SEPT25, "count")[0].name == "count"
+    assert api.load_scenario(SEPT25, "platform.event_log_cap=3") == api.load_scenario(
+        SEPT25, ["platform.event_log_cap=3"])
+    assert api.load_rollout("fixed", "seed=7").seed == 7
+    one = _FirstLook()
+    assert api.compare(SEPT25, one).checks == ("first-look",)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from numbers import Integral
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,7 +18,7 @@ from sim.rollout.expect import Expectation, check_expectations
 from sim.rollout.report import aggregate, rollout_json
 from sim.rollout.result import RolloutResult
 from sim.rollout.world import run
-from sim.settings import BadInput
+from sim.settings import seed_values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -101,14 +100,7 @@ def _server_row(seed: int, server: Mapping[str, Any]) -> dict[str, Any]:
 
 def run_rollout(scenario: RolloutScenario, seeds: Iterable[int]) -> RolloutRuns:
     """Run the scenario once per seed, check its timing and judge its ``[expect]`` on the runs."""
-    chosen = tuple(seeds)
-    if not chosen:
-        raise BadInput("seeds: give at least one seed")
-    for seed in chosen:
-        # As `testbed rollout --seed` takes them: whole numbers from 0 (numpy's ints too).
-        if isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0:
-            raise BadInput(f"seeds: each must be a whole number, 0 or more (got {seed!r})")
-    chosen = tuple(int(seed) for seed in chosen)
+    chosen = seed_values("seeds", seeds)  # the rule sim.api's run, compare and hunt share
     runs = tuple(run(scenario, seed) for seed in chosen)
     timing = tuple(check_timing(scenario.drain_timing(), scenario.timing.max_reheal_s))
     return RolloutRuns(scenario, runs, timing, tuple(check_expectations(scenario.expect, runs)))
