@@ -172,14 +172,16 @@ class FlyctlSmokeCheck:
             return Wait(0.0)
         if lost := lost_machines(self.name, looks):
             return lost
-        # The reads depend on the options and the looks, not on the publish time.
-        resumed = _READS.take(self, looks)
+        # Keyed by the publish time too: a read times out counting from it, so another
+        # publish time can end the fold at an earlier look (hypothesis found it).
+        key = (self, publish_started_ms)
+        resumed = _READS.take(key, looks)
         reads, done = resumed if resumed is not None else (_Reads(looks[0]), 0)
         for look in looks[done:]:
             if verdict := self._read(reads, look, publish_started_ms):
                 return verdict
         step = self._wait(reads, looks[-1], publish_started_ms)
-        _READS.keep(self, looks, reads)
+        _READS.keep(key, looks, reads)
         return step
 
     def _read(self, state: _Reads, look: Look, publish_started_ms: int) -> Verdict | None:

@@ -260,3 +260,32 @@ def test_breaker_a_failure_revealed_before_the_last_reset_is_cleared_by_it() -> 
     assert verdict.layer == "gave-up"
     # In time order: fail 0.6, reset 1.5, fail 2.0 (m3), reset 2.8: none counted at the end.
     assert "with 0 failed task(s) counted" in verdict.reason
+
+
+def _created(at_ms: int, events: tuple[Event, ...] = ()) -> Look:
+    return Look(at_ms, (MachineSnapshot("m1", "created", "app", events, at_ms, 0),))
+
+
+def test_another_publish_time_does_not_resume_a_fold_made_for_the_first() -> None:
+    """flyctl-smoke's wait timeout counts from the publish: a fold kept for one publish time
+    must not answer for another (hypothesis' example: the timeout falls at look 3 for the
+    earlier publish, whose machine has no events, not at look 4)."""
+    check = make_check("flyctl-smoke", {"wait_timeout_s": 6.0})
+    looks = [_created(T0 + 500), _created(T0 + 3000), _created(T0 + 5500),
+             _created(T0 + 5500, (start(T0),))]
+    for k in range(1, 4):
+        assert not isinstance(check.next(T0, looks[:k]), Verdict)  # kept for T0
+    earlier = check.next(T0 - 700, looks)
+    assert earlier == from_scratch(check, T0 - 700, looks)
+    assert isinstance(earlier, Verdict)
+    assert "no events" in earlier.reason
+
+
+def test_restart_counter_folds_are_kept_per_publish_time() -> None:
+    """The restart-counter watch resumes only for the same check and publish time."""
+    check = make_check("restart-counter", {})
+    looks = [Look(T0 + 1000 * k, (MachineSnapshot("m1", "started", "app", (start(T0),),
+                                                  T0 + 1000 * k, 0),)) for k in range(1, 4)]
+    for k in range(1, 4):
+        check.next(T0, looks[:k])
+    assert check.next(T0 - 700, looks) == from_scratch(check, T0 - 700, looks)
