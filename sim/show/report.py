@@ -25,6 +25,14 @@ def _s(value: float | None) -> str:
     return "-" if value is None else f"+{value:.1f} s"
 
 
+def _s_bare(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} s"
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
 def _value(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
@@ -82,7 +90,9 @@ def side_by_side(
              *options(report.setups, at)]
     rows = [_rows(r) for r in results]
     body = [[label, *(row[i][1] for row in rows)] for i, (label, _) in enumerate(rows[0])]
-    lines += [fit(Table(["", *(r.check for r in results)], body, across="check"), at), ""]
+    # Checks stay columns at every width (folded into blocks of checks when too wide).
+    lines += [fit(Table(["", *(r.check for r in results)], body, across="check"), at,
+                  transpose=False), ""]
     for r in results:
         lines += wrap(reason(r), at, f"{r.check}: ", " " * (len(r.check) + 2))
         if debug and r.error_detail:
@@ -102,20 +112,21 @@ def summary(report: Comparison, debug: bool = False, at: int | None = None) -> s
     first, last = report.seed_range or (0, 0)
     lines = [*wrap(f"{report.scenario} · {report.runs_count} seeds ({first}…{last})", at), "",
              *options(report.setups, at)]
-    rows = []
-    for name, counts in report.summary.items():
-        stats = report.stats[name]
-        mean = stats.mean_decided_s
-        rows.append([name, *(str(counts.count(o)) for o in outcomes), f"{stats.mean_down_s:.1f} s",
-                     "-" if mean is None else f"{mean:.1f} s"])
-    header = ["check", *outcomes, "mean down", "mean decide"]
-    lines.append(fit(Table(header, rows, right=frozenset(range(1, len(header))), across=""), at))
+    # Checks are columns, as in the one-run report, at every width: a table too wide
+    # folds into blocks of checks rather than turning on its side, so the same command
+    # reads the same way in an 80-column terminal and a 200-column one.
+    names = list(report.summary)
+    body = [[o, *(str(report.summary[n].count(o)) for n in names)] for o in outcomes]
+    body.append(["mean down", *(f"{report.stats[n].mean_down_s:.1f} s" for n in names)])
+    body.append(["mean decide", *(_s_bare(report.stats[n].mean_decided_s) for n in names)])
+    table = Table(["", *names], body, right=frozenset(range(1, len(names) + 1)), across="check")
+    lines.append(fit(table, at, transpose=False))
     if debug:
         for name in report.summary:
             stats = report.stats[name]
             if stats.first_error_detail:
                 lines.append(f"\n{name} raised on seed {stats.first_error_seed} "
-                             f"({stats.errors} run(s)):")
+                             f"({_runs(stats.errors)}):")
                 lines += ["    " + line for line in stats.first_error_detail.splitlines()]
     return "\n".join(lines)
 
