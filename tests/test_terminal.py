@@ -373,3 +373,41 @@ def test_compare_keeps_checks_as_columns_at_every_width(argv, monkeypatch, capsy
         text = _run(argv, capsys)
         headers = _header_words(text)
         assert [w for h in headers for w in h] == names, columns
+
+
+# --- help text -------------------------------------------------------------------------
+
+
+def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as ended:
+        main([*argv, "--help"])
+    assert ended.value.code == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_every_subcommand_has_a_description():
+    """`testbed X --help` says what X does, above its options, for every subcommand."""
+    from sim.cli import build_parser  # noqa: PLC0415
+    from sim.completion import _subcommands  # noqa: PLC0415
+
+    for name, parser in _subcommands(build_parser()).items():
+        assert parser.description, name
+
+
+def test_help_names_each_check_form_the_loader_accepts(capsys):
+    """--check takes a built-in name, package.module:name or path/to/file.py:name (the
+    loader's own error message lists the same three), in every command that takes it."""
+    for command in ("compare", "replay", "checks"):
+        text = _help([command], capsys)
+        assert "package.module:name" in text and "path/to/file.py:name" in text, command
+
+
+def test_runs_help_names_its_metavar(capsys):
+    """--runs N and a text that speaks of N; the timeline is lanes, not panels; list is not
+    'one line each' (a description folds onto several)."""
+    for command in ("compare", "checks"):
+        text = _help([command], capsys)
+        assert "--runs N " in text and " N seeds" in text, command
+    assert "panel" not in _help(["compare"], capsys)
+    assert "one line each" not in _help([], capsys)
