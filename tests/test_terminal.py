@@ -411,3 +411,20 @@ def test_runs_help_names_its_metavar(capsys):
         assert "--runs N " in text and " N seeds" in text, command
     assert "panel" not in _help(["compare"], capsys)
     assert "one line each" not in _help([], capsys)
+
+
+@pytest.mark.parametrize("columns", [40, 60, 79])
+def test_a_narrow_sweep_bar_drops_columns_and_keeps_counts_and_bar_whole(columns):
+    """Below 80 columns the ETA, then the rate, then the elapsed time go, so the counts
+    are printed whole and a bar is still drawn (rich would cut every field instead)."""
+    console = Console(width=columns, file=io.StringIO(), record=True, force_terminal=True,
+                      color_system=None)
+    progress = sweep_progress("crash_period_vs_look_delay_and_then_some", console)
+    task = progress.add_task("", total=100_000)
+    progress.update(task, completed=54_321)
+    console.print(progress.get_renderable())
+    drawn = console.export_text()
+    assert _widest(drawn) <= columns
+    assert "54321/100000" in drawn
+    assert "━━━" in drawn
+    assert "…" not in drawn.split("54321/100000")[1]  # what follows the counts is whole too
