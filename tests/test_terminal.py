@@ -428,3 +428,36 @@ def test_a_narrow_sweep_bar_drops_columns_and_keeps_counts_and_bar_whole(columns
     assert "54321/100000" in drawn
     assert "━━━" in drawn
     assert "…" not in drawn.split("54321/100000")[1]  # what follows the counts is whole too
+
+
+# --- numbers and nouns -----------------------------------------------------------------
+
+
+def test_counted_agrees_noun_with_number():
+    """One of a thing is singular, any other count plural; never ``(s)``."""
+    assert table.counted(1, "run") == "1 run"
+    assert table.counted(0, "run") == "0 runs"
+    assert table.counted(2, "health-check 503") == "2 health-check 503s"
+    assert table.counted(1, "publish", "publishes") == "1 publish"
+    assert table.counted(3, "publish", "publishes") == "3 publishes"
+
+
+def test_series_prints_times_as_everything_else_does(capsys):
+    """A late failure reads ``+150.0 s``, the form compare prints, not ``+150s``."""
+    text = _run(["series", "sept25-three-publishes"], capsys)
+    doc = json.loads(_run(["series", "sept25-three-publishes", "--json"], capsys))
+    lates = [s for p in doc["publishes"] for s in p["late_failure_at_s"].values() if s is not None]
+    assert lates
+    for late in lates:
+        assert f"late +{late:.1f} s" in text
+    assert not [w for w in text.split() if w.startswith("+") and w.endswith("s")]
+
+
+def test_rollout_and_replay_texts_have_no_plural_placeholders(capsys, tmp_path):
+    """rollout's totals and replay's title say ``1 run``/``5 runs``, never ``run(s)``."""
+    text = _run(["rollout", "original", "--runs", "1"], capsys)
+    assert "(s)" not in text
+    assert "over 1 run:" in text
+    looks = tmp_path / "looks.jsonl"
+    main(["compare", "sept25-crash-loop", "--check", "count", "--record", str(looks)])
+    assert "(s)" not in _run(["replay", str(looks)], capsys).splitlines()[0]

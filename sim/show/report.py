@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from sim.publish.compare import reason, verdict_word
 from sim.scenario import OUTCOMES
-from sim.show.table import Table, fit, fits, width, wrap
+from sim.show.table import Table, counted, fit, fits, width, wrap
 
 if TYPE_CHECKING:
     from sim.loader import CheckSetup
@@ -27,10 +27,6 @@ def _s(value: float | None) -> str:
 
 def _s_bare(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f} s"
-
-
-def _runs(n: int) -> str:
-    return f"{n} run" if n == 1 else f"{n} runs"
 
 
 def _value(value: Any) -> str:
@@ -126,7 +122,7 @@ def summary(report: Comparison, debug: bool = False, at: int | None = None) -> s
             stats = report.stats[name]
             if stats.first_error_detail:
                 lines.append(f"\n{name} raised on seed {stats.first_error_seed} "
-                             f"({_runs(stats.errors)}):")
+                             f"({counted(stats.errors, 'run')}):")
                 lines += ["    " + line for line in stats.first_error_detail.splitlines()]
     return "\n".join(lines)
 
@@ -157,7 +153,7 @@ def replayed(path: str, rows: Sequence[ReplayRow], debug: bool = False,
     Where the table does not fit as it is, it is folded and the reasons follow it.
     """
     at = width() if at is None else at
-    lines = [*wrap(f"{path}: {len(rows)} replay(s)", at), ""]
+    lines = [*wrap(f"{path}: {counted(len(rows), 'replay')}", at), ""]
     # Each distinct setup once: a recording of many runs usually builds each check alike.
     seen = list({(r.setup.name, options_line(r.setup)): r.setup for r in rows}.values())
     lines += options(seen, at)

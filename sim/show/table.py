@@ -229,6 +229,11 @@ def wrap(text: str, at: int | None = None, indent: str = "", hang: str | None = 
                          break_on_hyphens=False) or [indent.rstrip()]
 
 
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """``1 run``, ``2 runs``: a count and its noun agreeing, not ``1 run(s)``."""
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
 def command(words: str, at: int | None = None, indent: str = "  ") -> list[str]:
     """A shell command within ``at`` columns, continued with `` \\`` so it still pastes.
 
