@@ -59,8 +59,8 @@ def add_output_options(comp: argparse.ArgumentParser) -> None:
     """compare's outputs: --timeline, --record, --details, --summary and --force."""
     comp.add_argument(
         "--timeline", metavar="FILE.png",
-        help="also write a crash timeline of the first seed's world, the machines' "
-        "lanes with one lane per check beneath them",
+        help="also write a crash timeline of the first seed's world: a lane per "
+        "machine, and beneath them a lane per check",
     )
     comp.add_argument(
         "--record", metavar="LOOKS.jsonl",

@@ -348,7 +348,8 @@ def test_wrap_puts_text_beneath_a_label_wider_than_half_the_line():
     assert " ".join(" ".join(lines[1:]).split()) == " ".join(("some words " * 8).split())
     narrow = wrap("v", 80, "  " + "a-b" * 30 + "  ", " " * 96)
     assert all(len(line) <= 80 for line in narrow)
-    assert narrow[0].endswith("-") and narrow[-1] == "      v"
+    assert narrow[0].endswith("-")
+    assert narrow[-1] == "      v"
 
 
 # --- one orientation per table kind ----------------------------------------------------
@@ -400,7 +401,8 @@ def test_help_names_each_check_form_the_loader_accepts(capsys):
     loader's own error message lists the same three), in every command that takes it."""
     for command in ("compare", "replay", "checks"):
         text = _help([command], capsys)
-        assert "package.module:name" in text and "path/to/file.py:name" in text, command
+        assert "package.module:name" in text, command
+        assert "path/to/file.py:name" in text, command
 
 
 def test_runs_help_names_its_metavar(capsys):
@@ -408,7 +410,8 @@ def test_runs_help_names_its_metavar(capsys):
     'one line each' (a description folds onto several)."""
     for command in ("compare", "checks"):
         text = _help([command], capsys)
-        assert "--runs N " in text and " N seeds" in text, command
+        assert "--runs N " in text, command
+        assert " N seeds" in text, command
     assert "panel" not in _help(["compare"], capsys)
     assert "one line each" not in _help([], capsys)
 

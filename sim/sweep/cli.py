@@ -64,11 +64,11 @@ def sweep_progress(name: str, console: Console, disable: bool = False) -> Progre
     room = console.width - BAR_COLUMNS - 1 - 11 - 1
     named = min(NAME_COLUMNS, max(8, room // 2))
     room -= named + 1
-    kept = set()
-    for what, columns in _OPTIONAL:
-        if room >= columns + 1:
+    kept: set[str] = set()
+    for what, cells in _OPTIONAL:
+        if room >= cells + 1:
             kept.add(what)
-            room -= columns + 1
+            room -= cells + 1
     columns: list[ProgressColumn] = [
         TextColumn(f"[bold]{name}", table_column=Column(max_width=named, no_wrap=True,
                                                           overflow="ellipsis")),
