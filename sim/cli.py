@@ -80,7 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    listing = sub.add_parser("list", help="the shipped scenarios, one line each")
+    listing = sub.add_parser(
+        "list", help="the shipped scenarios and rollouts, each with what it models",
+        description="List the shipped publish and rollout scenarios by name, each with its "
+        "description (folded to the terminal's width); with --profiles, the event profiles.",
+    )
     listing.add_argument("--profiles", action="store_true",
                          help="list the event profiles (which events a machine writes) instead")
     listing.add_argument("--json", action="store_true", help="with --profiles: one JSON object")
@@ -96,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("scenario", help="a shipped scenario name (see `testbed list`) or a .toml path")
     comp.add_argument(
         "--check", action="append", default=[], metavar="NAME",
-        help=f"a built-in check ({', '.join(BUILTIN_CHECKS)}) or package.module:name; "
+        help=f"a built-in check ({', '.join(BUILTIN_CHECKS)}), package.module:name or "
+        "path/to/file.py:name; "
         "repeat for several (default: all built-ins)",
     )
     comp.add_argument(
@@ -105,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
         "NAME alone (repeatable; overrides the scenario's [check], see below)",
     )
     comp.add_argument("--seed", type=int, help="seed of the first world (default: the scenario's)")
-    comp.add_argument("--runs", type=int, default=1, help="run seeds SEED … SEED+N-1 (default 1)")
+    comp.add_argument("--runs", type=int, default=1, metavar="N",
+                      help="run N seeds: SEED … SEED+N-1 (default 1)")
     comp.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE",
         help="override a scenario value, e.g. --set platform.event_log_cap=3 (repeatable)",
@@ -138,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument(
         "--check", action="append", default=[], metavar="NAME",
-        help="a built-in check or package.module:name (default: all built-ins; a run "
+        help="a built-in check, package.module:name or path/to/file.py:name (default: all "
+        "built-ins; a run "
         "recorded by the simulator goes to the check that recorded it)",
     )
     rep.add_argument("--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
@@ -153,11 +160,15 @@ def build_parser() -> argparse.ArgumentParser:
     table = sub.add_parser(
         "checks",
         help="the built-in checks, the rule each models, and its outcomes on every scenario",
+        description="For each check, the rule it models; then a table of its outcomes on "
+        "every shipped scenario over --runs seeds, each from the scenario's own seed.",
     )
-    table.add_argument("--runs", type=int, default=10, help="seeds per scenario (default 10)")
+    table.add_argument("--runs", type=int, default=10, metavar="N",
+                       help="N seeds per scenario (default 10)")
     table.add_argument(
         "--check", action="append", default=[], metavar="NAME",
-        help="a built-in check or package.module:name (default: all built-ins); repeatable",
+        help="a built-in check, package.module:name or path/to/file.py:name (default: all "
+        "built-ins); repeatable",
     )
     table.add_argument("--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
                        help="an option for the checks declaring KEY (as in compare)")

@@ -59,7 +59,8 @@ def add_output_options(comp: argparse.ArgumentParser) -> None:
     """compare's outputs: --timeline, --record, --details, --summary and --force."""
     comp.add_argument(
         "--timeline", metavar="FILE.png",
-        help="also write a crash timeline of the first seed's world, one panel per check",
+        help="also write a crash timeline of the first seed's world: a lane per "
+        "machine, and beneath them a lane per check",
     )
     comp.add_argument(
         "--record", metavar="LOOKS.jsonl",

@@ -92,8 +92,11 @@ def add_completion_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "completion",
         help="print the shell completion script for bash, zsh or fish",
-        description="Print the script that makes SHELL complete testbed's subcommands, options, "
-        "scenario names and check names. " + " ".join(f"{s}: {HOW[s]}." for s in SHELLS),
+        description="Print the script that makes SHELL complete testbed's subcommands,\n"
+        "options, scenario names and check names.",
+        # Raw, so each shell's line stays a line of its own (argparse refills paragraphs).
+        epilog="to install it:\n" + "\n".join(f"  {HOW[s]}" for s in SHELLS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("shell", choices=SHELLS, help="the shell to complete in")
     parser.set_defaults(handler=cmd_completion)

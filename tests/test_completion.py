@@ -73,3 +73,13 @@ def test_the_hook_completes_check_names(tmp_path):
     """`--check <TAB>` offers the built-in checks; `--check ti<TAB>` only timestamp."""
     assert _complete("testbed compare sept25-crash-loop --check ", tmp_path) == list(BUILTIN_CHECKS)
     assert _complete("testbed hunt --check ti", tmp_path) == ["timestamp"]
+
+
+def test_completion_help_prints_one_install_line_per_shell(capsys):
+    """`completion --help` keeps each shell's install command on a line of its own, whole."""
+    with pytest.raises(SystemExit) as ended:
+        main(["completion", "--help"])
+    assert ended.value.code == 0
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    for shell in completion.SHELLS:
+        assert completion.HOW[shell] in lines

@@ -128,7 +128,7 @@ def test_lint_timing_exits_1_when_an_invariant_breaks(
     out = capsys.readouterr().out
     assert "BROKEN: drain outlasts detection" in out
     assert "detection_s=60" in out
-    assert "2 invariant(s) broken" in out
+    assert "2 invariants broken" in out
 
 
 def test_lint_timing_exits_0_for_the_fixed_config(capsys: pytest.CaptureFixture[str]) -> None:

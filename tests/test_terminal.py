@@ -271,3 +271,196 @@ def test_a_table_with_no_room_loses_nothing():
         assert _widest(text) <= 25
         printed = Counter("".join(text.split()))
         assert not Counter("".join("".join(wide.rows[0]).split())) - printed
+
+
+# --- long check names (a user's check may be named anything) ----------------------------
+
+_USER_CHECK = '''
+from dataclasses import dataclass
+from checks import Verdict, Wait
+
+@dataclass(frozen=True)
+class Long:
+    settle_s: float = 10.0
+    name = {name!r}
+
+    def next(self, publish_started_ms, looks):
+        if not looks:
+            return Wait(self.settle_s)
+        return Verdict(True, "no machine's newest exit since the publish is a crash, judged once")
+'''
+#: 52 and 89 characters: one fits an 80-column line but not beside anything, one fits no line.
+LONG_NAMES = ("newest-exit-after-the-publish-judged-by-a-user-check",
+              "a-very-long-user-check-name-that-goes-on-and-on-past-any-reasonable-length-for-a-check-xy")
+
+
+def _shown_whole_or_at_hyphens(text: str, name: str) -> bool:
+    """The name on one line, or its pieces on consecutive lines, each break after a '-'."""
+    if name in text:
+        return True
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        words = line.split()
+        if not words or not name.startswith(words[-1]) or not words[-1].endswith("-"):
+            continue
+        rest, j = name[len(words[-1]):], i + 1
+        while j < len(lines) and lines[j].split():
+            piece = lines[j].split()[0].rstrip(":")
+            if piece == rest:
+                return True
+            if not (rest.startswith(piece) and piece.endswith("-")):
+                break
+            rest, j = rest[len(piece):], j + 1
+    return False
+
+
+def test_long_name_lengths_are_what_the_tests_say():
+    assert [len(n) for n in LONG_NAMES] == [52, 89]
+
+
+@pytest.mark.parametrize("name", LONG_NAMES)
+@pytest.mark.parametrize("runs", [[], ["--runs", "2"]])
+def test_a_long_check_name_stays_within_80_columns(name, runs, monkeypatch, capsys, tmp_path):
+    """Options, table and reason lines within 80 columns, the name whole or split at '-'.
+
+    The options block and the reason lines hang their text beside the name; a name wider
+    than half the line puts the text beneath it instead of in a sliver of a column.
+    """
+    (tmp_path / "long.py").write_text(_USER_CHECK.format(name=name))
+    monkeypatch.setenv("COLUMNS", "80")
+    text = _run(["compare", "sept25-crash-loop", "--check", "count",
+                 "--check", f"{tmp_path / 'long.py'}:Long", *runs], capsys)
+    assert _widest(text) <= 80
+    assert _shown_whole_or_at_hyphens(text, name)
+    # No line holds a single character (the text folded one letter a line).
+    assert not [line for line in text.splitlines() if len(line.strip()) == 1]
+    if not runs:
+        assert "no machine's newest exit since the publish is a crash, judged once" in " ".join(
+            text.split())
+
+
+def test_wrap_puts_text_beneath_a_label_wider_than_half_the_line():
+    """A hang over half the width: the label on its own line(s), the text four spaces in."""
+    label = "x" * 50 + ": "
+    lines = wrap("some words " * 8, 80, label, " " * len(label))
+    assert lines[0] == "x" * 50 + ":"
+    assert all(line.startswith("    ") and len(line) <= 80 for line in lines[1:])
+    assert " ".join(" ".join(lines[1:]).split()) == " ".join(("some words " * 8).split())
+    narrow = wrap("v", 80, "  " + "a-b" * 30 + "  ", " " * 96)
+    assert all(len(line) <= 80 for line in narrow)
+    assert narrow[0].endswith("-")
+    assert narrow[-1] == "      v"
+
+
+# --- one orientation per table kind ----------------------------------------------------
+
+
+def _header_words(text: str) -> list[list[str]]:
+    """The words of each table's header line (the line above each rule)."""
+    lines = text.splitlines()
+    return [lines[i - 1].split() for i, line in enumerate(lines) if line.startswith("──")]
+
+
+@pytest.mark.parametrize("argv", [["compare", "sept25-crash-loop", "--runs", "3"],
+                                  ["compare", "sept25-crash-loop"]])
+def test_compare_keeps_checks_as_columns_at_every_width(argv, monkeypatch, capsys):
+    """One run or many: the checks head the columns at 60 to 200 columns; a narrow
+    terminal folds them into blocks of checks instead of turning the table on its side."""
+    checks = json.loads(_run([*argv, "--json"], capsys))
+    names = list(checks["summary"]) if "summary" in checks else [
+        r["check"] for r in checks["runs"][0]["results"]]
+    for columns in (60, 80, 100, 101, 110, 200):
+        monkeypatch.setenv("COLUMNS", str(columns))
+        text = _run(argv, capsys)
+        headers = _header_words(text)
+        assert [w for h in headers for w in h] == names, columns
+
+
+# --- help text -------------------------------------------------------------------------
+
+
+def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as ended:
+        main([*argv, "--help"])
+    assert ended.value.code == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_every_subcommand_has_a_description():
+    """`testbed X --help` says what X does, above its options, for every subcommand."""
+    from sim.cli import build_parser  # noqa: PLC0415
+    from sim.completion import _subcommands  # noqa: PLC0415
+
+    for name, parser in _subcommands(build_parser()).items():
+        assert parser.description, name
+
+
+def test_help_names_each_check_form_the_loader_accepts(capsys):
+    """--check takes a built-in name, package.module:name or path/to/file.py:name (the
+    loader's own error message lists the same three), in every command that takes it."""
+    for command in ("compare", "replay", "checks"):
+        text = _help([command], capsys)
+        assert "package.module:name" in text, command
+        assert "path/to/file.py:name" in text, command
+
+
+def test_runs_help_names_its_metavar(capsys):
+    """--runs N and a text that speaks of N; the timeline is lanes, not panels; list is not
+    'one line each' (a description folds onto several)."""
+    for command in ("compare", "checks"):
+        text = _help([command], capsys)
+        assert "--runs N " in text, command
+        assert " N seeds" in text, command
+    assert "panel" not in _help(["compare"], capsys)
+    assert "one line each" not in _help([], capsys)
+
+
+@pytest.mark.parametrize("columns", [40, 60, 79])
+def test_a_narrow_sweep_bar_drops_columns_and_keeps_counts_and_bar_whole(columns):
+    """Below 80 columns the ETA, then the rate, then the elapsed time go, so the counts
+    are printed whole and a bar is still drawn (rich would cut every field instead)."""
+    console = Console(width=columns, file=io.StringIO(), record=True, force_terminal=True,
+                      color_system=None)
+    progress = sweep_progress("crash_period_vs_look_delay_and_then_some", console)
+    task = progress.add_task("", total=100_000)
+    progress.update(task, completed=54_321)
+    console.print(progress.get_renderable())
+    drawn = console.export_text()
+    assert _widest(drawn) <= columns
+    assert "54321/100000" in drawn
+    assert "━━━" in drawn
+    assert "…" not in drawn.split("54321/100000")[1]  # what follows the counts is whole too
+
+
+# --- numbers and nouns -----------------------------------------------------------------
+
+
+def test_counted_agrees_noun_with_number():
+    """One of a thing is singular, any other count plural; never ``(s)``."""
+    assert table.counted(1, "run") == "1 run"
+    assert table.counted(0, "run") == "0 runs"
+    assert table.counted(2, "health-check 503") == "2 health-check 503s"
+    assert table.counted(1, "publish", "publishes") == "1 publish"
+    assert table.counted(3, "publish", "publishes") == "3 publishes"
+
+
+def test_series_prints_times_as_everything_else_does(capsys):
+    """A late failure reads ``+150.0 s``, the form compare prints, not ``+150s``."""
+    text = _run(["series", "sept25-three-publishes"], capsys)
+    doc = json.loads(_run(["series", "sept25-three-publishes", "--json"], capsys))
+    lates = [s for p in doc["publishes"] for s in p["late_failure_at_s"].values() if s is not None]
+    assert lates
+    for late in lates:
+        assert f"late +{late:.1f} s" in text
+    assert not [w for w in text.split() if w.startswith("+") and w.endswith("s")]
+
+
+def test_rollout_and_replay_texts_have_no_plural_placeholders(capsys, tmp_path):
+    """rollout's totals and replay's title say ``1 run``/``5 runs``, never ``run(s)``."""
+    text = _run(["rollout", "original", "--runs", "1"], capsys)
+    assert "(s)" not in text
+    assert "over 1 run:" in text
+    looks = tmp_path / "looks.jsonl"
+    main(["compare", "sept25-crash-loop", "--check", "count", "--record", str(looks)])
+    assert "(s)" not in _run(["replay", str(looks)], capsys).splitlines()[0]

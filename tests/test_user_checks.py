@@ -190,7 +190,7 @@ def test_debug_shows_the_traceback_over_many_seeds(user, capsys):
     """The summary over seeds shows the first traceback of a check that raised."""
     main(["compare", "sept25-crash-loop", "--check", f"{user}:Raises", "--runs", "2", "--debug"])
     out = capsys.readouterr().out
-    assert "raises raised on seed 1 (2 run(s))" in out
+    assert "raises raised on seed 1 (2 runs)" in out
     assert "helper_that_fails" in out
 
 

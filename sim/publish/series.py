@@ -21,7 +21,7 @@ from sim.loader import load_checks
 from sim.publish.world import RunResult, run_checks
 from sim.scenario import Outcome, Scenario
 from sim.settings import BadInput, apply_sets, locate, read_toml, validated
-from sim.show.table import Table, fit, width
+from sim.show.table import Table, counted, fit, width
 
 
 class _Table(BaseModel):
@@ -128,14 +128,15 @@ def run_series(path: str, specs: Sequence[str]) -> SeriesResult:
 def render(result: SeriesResult, checks: Sequence[str], at: int | None = None) -> str:
     """The series as a table (fitted to ``at`` columns): a row per publish, a column per check."""
     at = width() if at is None else at
-    lines = [f"{result.name} · {len(result.publishes)} publishes", ""]
+    lines = [f"{result.name} · {counted(len(result.publishes), 'publish', 'publishes')}", ""]
     rows = []
     for publish in result.publishes:
         by_check = {r.check: r for r in publish.results}
         cells = []
         for check in checks:
             r = by_check[check]
-            late = f" late +{r.late_failure_at_s:.0f}s" if r.late_failure_at_s is not None else ""
+            # The same form as every other time printed: +150.0 s.
+            late = f" late +{r.late_failure_at_s:.1f} s" if r.late_failure_at_s is not None else ""
             cells.append(f"{r.outcome}{late}")
         rows.append([publish.label, *cells])
     lines.append(fit(Table(["publish", *checks], rows, across="check"), at))
@@ -144,7 +145,7 @@ def render(result: SeriesResult, checks: Sequence[str], at: int | None = None) -
         outcomes = result.outcomes(check)
         live = sum(o in ("missed", "passed") for o in outcomes)
         lines.append(
-            f"{check}: {live} of {len(outcomes)} publishes marked live, "
+            f"{check}: {live} of {counted(len(outcomes), 'publish', 'publishes')} marked live, "
             f"{result.late_failures(check)} failed late by the reconciler"
         )
     if result.failed_expectations:

@@ -9,7 +9,7 @@ from checks.timing import TimingResult
 from sim.rollout.config import RolloutScenario
 from sim.rollout.expect import Expectation
 from sim.rollout.result import RolloutResult
-from sim.show.table import Table, fit, width, wrap
+from sim.show.table import Table, counted, fit, width, wrap
 
 
 def timing_json(results: Sequence[TimingResult]) -> list[dict[str, Any]]:
@@ -66,7 +66,7 @@ def describe(scenario: RolloutScenario) -> str:
     """One line with the numbers that decide the outcome."""
     b, d, w, c = scenario.balancer, scenario.deploy, scenario.watchdog, scenario.compose
     dog = (
-        f"watchdog every {w.interval_s:g} s acting on {w.consecutive_failures} failure(s)"
+        f"watchdog every {w.interval_s:g} s acting on {counted(w.consecutive_failures, 'failure')}"
         f"{', locked' if w.lock else ', no lock'}"
         if w.enabled
         else "no watchdog"
@@ -106,14 +106,16 @@ def rollout_table(
     lines += [
         *wrap("(shares are of every response logged: user requests and answered health checks)", at),
         "",
-        *wrap(f"over {total['runs']} run(s): {total['bad_gateway_total']} requests got 502 "
+        *wrap(f"over {counted(total['runs'], 'run')}: "
+              f"{counted(total['bad_gateway_total'], 'request')} got 502 "
               f"(mean {total['bad_gateway_mean']:g}, min {total['bad_gateway_min']}, "
-              f"max {total['bad_gateway_max']}; {total['runs_with_bad_gateway']} run(s) with "
-              f"any); {total['draining_503_total']} health-check 503s while draining "
+              f"max {total['bad_gateway_max']}; {counted(total['runs_with_bad_gateway'], 'run')} with "
+              f"any); {counted(total['draining_503_total'], 'health-check 503')} while draining "
               "(expected, not failures)", at),
-        *wrap(f"watchdog repaired a server mid-deploy in {total['runs_with_repairs_mid_deploy']} "
-              f"run(s); deploy reported success with a component missing in "
-              f"{total['silent_breakage_runs']} run(s); {total['deploys_failed']} deploy(s) failed",
+        *wrap("watchdog repaired a server mid-deploy in "
+              f"{counted(total['runs_with_repairs_mid_deploy'], 'run')}; deploy reported success "
+              f"with a component missing in {counted(total['silent_breakage_runs'], 'run')}; "
+              f"{counted(total['deploys_failed'], 'deploy')} failed",
               at),
         "",
         "timing invariants:",
@@ -137,6 +139,6 @@ def lint_text(source: str, timing: Sequence[TimingResult], at: int | None = None
     """One paragraph per invariant, then the verdict."""
     at = width() if at is None else at
     broken = sum(1 for t in timing if not t.ok)
-    verdict = "all timing invariants hold" if not broken else f"{broken} invariant(s) broken"
+    verdict = "all timing invariants hold" if not broken else f"{counted(broken, 'invariant')} broken"
     lines = [line for t in timing for line in wrap(t.explain(), at, "", "    ")]
     return "\n".join([*lines, *wrap(f"{source}: {verdict}", at)])

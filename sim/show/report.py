@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from sim.publish.compare import reason, verdict_word
 from sim.scenario import OUTCOMES
-from sim.show.table import Table, fit, fits, width, wrap
+from sim.show.table import Table, counted, fit, fits, width, wrap
 
 if TYPE_CHECKING:
     from sim.loader import CheckSetup
@@ -23,6 +23,10 @@ _SOURCES = ("--check-opt", "scenario", "default")
 
 def _s(value: float | None) -> str:
     return "-" if value is None else f"+{value:.1f} s"
+
+
+def _s_bare(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} s"
 
 
 def _value(value: Any) -> str:
@@ -82,7 +86,9 @@ def side_by_side(
              *options(report.setups, at)]
     rows = [_rows(r) for r in results]
     body = [[label, *(row[i][1] for row in rows)] for i, (label, _) in enumerate(rows[0])]
-    lines += [fit(Table(["", *(r.check for r in results)], body, across="check"), at), ""]
+    # Checks stay columns at every width (folded into blocks of checks when too wide).
+    lines += [fit(Table(["", *(r.check for r in results)], body, across="check"), at,
+                  transpose=False), ""]
     for r in results:
         lines += wrap(reason(r), at, f"{r.check}: ", " " * (len(r.check) + 2))
         if debug and r.error_detail:
@@ -102,20 +108,21 @@ def summary(report: Comparison, debug: bool = False, at: int | None = None) -> s
     first, last = report.seed_range or (0, 0)
     lines = [*wrap(f"{report.scenario} · {report.runs_count} seeds ({first}…{last})", at), "",
              *options(report.setups, at)]
-    rows = []
-    for name, counts in report.summary.items():
-        stats = report.stats[name]
-        mean = stats.mean_decided_s
-        rows.append([name, *(str(counts.count(o)) for o in outcomes), f"{stats.mean_down_s:.1f} s",
-                     "-" if mean is None else f"{mean:.1f} s"])
-    header = ["check", *outcomes, "mean down", "mean decide"]
-    lines.append(fit(Table(header, rows, right=frozenset(range(1, len(header))), across=""), at))
+    # Checks are columns, as in the one-run report, at every width: a table too wide
+    # folds into blocks of checks rather than turning on its side, so the same command
+    # reads the same way in an 80-column terminal and a 200-column one.
+    names = list(report.summary)
+    body = [[o, *(str(report.summary[n].count(o)) for n in names)] for o in outcomes]
+    body.append(["mean down", *(f"{report.stats[n].mean_down_s:.1f} s" for n in names)])
+    body.append(["mean decide", *(_s_bare(report.stats[n].mean_decided_s) for n in names)])
+    table = Table(["", *names], body, right=frozenset(range(1, len(names) + 1)), across="check")
+    lines.append(fit(table, at, transpose=False))
     if debug:
         for name in report.summary:
             stats = report.stats[name]
             if stats.first_error_detail:
                 lines.append(f"\n{name} raised on seed {stats.first_error_seed} "
-                             f"({stats.errors} run(s)):")
+                             f"({counted(stats.errors, 'run')}):")
                 lines += ["    " + line for line in stats.first_error_detail.splitlines()]
     return "\n".join(lines)
 
@@ -146,7 +153,7 @@ def replayed(path: str, rows: Sequence[ReplayRow], debug: bool = False,
     Where the table does not fit as it is, it is folded and the reasons follow it.
     """
     at = width() if at is None else at
-    lines = [*wrap(f"{path}: {len(rows)} replay(s)", at), ""]
+    lines = [*wrap(f"{path}: {counted(len(rows), 'replay')}", at), ""]
     # Each distinct setup once: a recording of many runs usually builds each check alike.
     seen = list({(r.setup.name, options_line(r.setup)): r.setup for r in rows}.values())
     lines += options(seen, at)

@@ -29,6 +29,8 @@ DEFAULT_WIDTH = 100
 MIN_WIDTH = 40
 #: What rich draws a table at to measure its natural (unfolded) width.
 _UNBOUNDED = 10_000
+#: How far text sits under a label too wide to hang it beside (``wrap``).
+_HANG = "    "
 
 
 def width() -> int:
@@ -158,7 +160,7 @@ def _within(table: Table, at: int) -> str:
     So the drawing is checked: as it is, then with every column folding, and last as a
     record per row (``header: value`` lines), which always fits.
     """
-    for candidate in (table, _folding(table)):
+    for candidate in (table, _folding(table, at)):
         lines = _draw(candidate, at)
         if max((len(line) for line in lines), default=0) <= at and _ink(lines) >= _ink(
             [*(table.header if table.headed else ()), *(c for row in table.rows for c in row)]
@@ -167,9 +169,26 @@ def _within(table: Table, at: int) -> str:
     return "\n".join(_records(table, at))
 
 
-def _folding(table: Table) -> Table:
-    """Every column may fold: for a table no column order fits (one cell wider than the line)."""
-    return Table(table.header, table.rows, table.right, frozenset(range(len(table.header))),
+def _folding(table: Table, at: int) -> Table:
+    """Every column may fold: for a table no column order fits (one cell wider than the line).
+
+    rich folds a word where the column ends, mid-word; a cell wider than the room its
+    column can have is broken first at its hyphens and spaces (a check name in the header
+    stays readable), and rich folds only what is still too wide.
+    """
+    cells = [list(table.header), *(list(row) for row in table.rows)]
+    widest = [max(len(line) for row in cells for line in row[j].splitlines() or [""])
+              for j in range(len(table.header))]
+
+    def broken(j: int, cell: str) -> str:
+        # The room column j has beside the others at their widest, two spaces apart.
+        room = at - sum(w + 2 for k, w in enumerate(widest) if k != j)
+        if len(cell) <= room or room < at // 4:
+            return cell
+        return "\n".join(textwrap.wrap(cell, width=room, break_on_hyphens=True)) or cell
+
+    header, *rows = [[broken(j, cell) for j, cell in enumerate(row)] for row in cells]
+    return Table(header, rows, table.right, frozenset(range(len(table.header))),
                  table.headed, table.across)
 
 
@@ -192,12 +211,27 @@ def wrap(text: str, at: int | None = None, indent: str = "", hang: str | None = 
     """A paragraph as lines within ``at`` columns; ``hang`` indents the lines after the first.
 
     Words are never split at hyphens (check names stay whole); only a word longer than
-    the line is broken.
+    the line is broken. An indent wider than half the line (a label such as a long check
+    name) would leave the text a sliver of a column, so the label gets lines of its own
+    (broken at hyphens if it is wider than the line) and the text follows beneath it,
+    four spaces in.
     """
     at = width() if at is None else at
-    return textwrap.wrap(text, width=at, initial_indent=indent,
-                         subsequent_indent=indent if hang is None else hang,
+    hang = indent if hang is None else hang
+    if indent.strip() and max(len(indent), len(hang)) > at // 2:
+        lead = indent[:len(indent) - len(indent.lstrip())]
+        label = textwrap.wrap(indent.strip(), width=at, initial_indent=lead,
+                              subsequent_indent=lead, break_on_hyphens=True)
+        indent = hang = lead + _HANG
+        return [*label, *textwrap.wrap(text, width=at, initial_indent=indent,
+                                       subsequent_indent=hang, break_on_hyphens=False)]
+    return textwrap.wrap(text, width=at, initial_indent=indent, subsequent_indent=hang,
                          break_on_hyphens=False) or [indent.rstrip()]
+
+
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """``1 run``, ``2 runs``: a count and its noun agreeing, not ``1 run(s)``."""
+    return f"{n} {word if n == 1 else plural or word + 's'}"
 
 
 def command(words: str, at: int | None = None, indent: str = "  ") -> list[str]:

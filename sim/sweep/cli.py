@@ -44,22 +44,44 @@ class _RateColumn(ProgressColumn):
 
 #: The sweep's name is cut (with an ellipsis) past this, so the bar fits 80 columns.
 NAME_COLUMNS = 20
+#: The bar is dropped no further than this: a bar narrower than ten cells shows nothing.
+BAR_COLUMNS = 10
+#: The columns after the bar that may go, least needed last, with their widest text:
+#: rate ``10,000 worlds/s``, elapsed ``0:00:00``, ``ETA`` and ``-:--:--``. The counts
+#: (``10000/10000``, 11) always stay.
+_OPTIONAL = (("elapsed", 7), ("rate", 15), ("eta", 3 + 1 + 7))
 
 
 def sweep_progress(name: str, console: Console, disable: bool = False) -> Progress:
     """The sweep's bar, as wide as the console: the bar takes what the other columns leave.
 
     At 80 columns: name 20, counts 11 (``10000/10000``), rate, elapsed, ETA and the bar.
+    Narrower, the ETA goes first, then the rate, then the elapsed time, then the name
+    shrinks, so the counts and a bar of ten cells stay whole (rich would otherwise cut
+    every column to ``10000/100…``).
     """
-    return Progress(
-        TextColumn(f"[bold]{name}", table_column=Column(max_width=NAME_COLUMNS, no_wrap=True,
+    # Each column is followed by one space of padding; the bar and the counts always stay.
+    room = console.width - BAR_COLUMNS - 1 - 11 - 1
+    named = min(NAME_COLUMNS, max(8, room // 2))
+    room -= named + 1
+    kept: set[str] = set()
+    for what, cells in _OPTIONAL:
+        if room >= cells + 1:
+            kept.add(what)
+            room -= cells + 1
+    columns: list[ProgressColumn] = [
+        TextColumn(f"[bold]{name}", table_column=Column(max_width=named, no_wrap=True,
                                                           overflow="ellipsis")),
         BarColumn(bar_width=None, table_column=Column(ratio=1)),
-        *(column(table_column=Column(no_wrap=True)) for column in (
-            MofNCompleteColumn, _RateColumn, TimeElapsedColumn)),
-        TextColumn("ETA"), TimeRemainingColumn(table_column=Column(no_wrap=True)),
-        console=console, disable=disable, expand=True,
-    )
+        MofNCompleteColumn(table_column=Column(no_wrap=True)),
+    ]
+    if "rate" in kept:
+        columns.append(_RateColumn(table_column=Column(no_wrap=True)))
+    if "elapsed" in kept:
+        columns.append(TimeElapsedColumn(table_column=Column(no_wrap=True)))
+    if "eta" in kept:
+        columns += [TextColumn("ETA"), TimeRemainingColumn(table_column=Column(no_wrap=True))]
+    return Progress(*columns, console=console, disable=disable, expand=True)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
