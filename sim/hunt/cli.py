@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from checks.drive import check_name
 from sim import checkcmd
 from sim.settings import BadInput
+from sim.signals import reraise_pending
 
 # `testbed` builds its parser from this module (add_hunt_parser): rich, pydantic and
 # hypothesis are imported by the functions that use them, never for the parser.
@@ -159,6 +160,9 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     with progress:
         result = hunt(base, name, checks, budget=args.budget, seed=args.seed, progress=tell)
+    # hypothesis' gc callback stays in place after the search and may swallow a signal's
+    # exception (sim.signals._pending): ask before writing, and before saying we are done.
+    reraise_pending()
     paths = write_found(result, out, check_arg)
     elapsed = time.perf_counter() - started
     if args.json:
@@ -167,4 +171,5 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     else:
         print(table(result, paths, check_arg))
         errors.print(f"{len(paths)} file(s) in {out}/ ({elapsed:.1f} s)", highlight=False)
+    reraise_pending()
     return EXIT_FOUND if result.found else EXIT_NOTHING_FOUND

@@ -30,6 +30,7 @@ from sim.frames import FLOAT, OUTCOME, TEXT, frame
 from sim.hunt.space import World, apply, changes, worlds
 from sim.publish.world import RunResult, run
 from sim.scenario import Scenario
+from sim.signals import reraise_pending
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -208,6 +209,7 @@ def _find_new(
 
     def new_kind(world: World) -> bool:
         nonlocal hits
+        reraise_pending()  # a Ctrl-C hypothesis' gc callback swallowed ends the hunt here
         answer = judge.kind(world)
         wanted = answer is not None and (answer[0], answer[1]) not in kinds
         hits += wanted
@@ -215,10 +217,19 @@ def _find_new(
             progress(round_number, judge.tried - start, found, hits > 0)
         return wanted
 
+    # A signal's exception may reach us wrapped (hypothesis reports one raised while it
+    # draws as FlakyStrategyDefinition) or not at all (raised in its gc callback): whatever
+    # find does, a signal that came ends the hunt as the signal, not as hypothesis' error.
     try:
-        return find(strategy, new_kind, settings=_settings(budget), random=rng)
+        world = find(strategy, new_kind, settings=_settings(budget), random=rng)
     except NoSuchExample:
+        reraise_pending()
         return None
+    except BaseException:
+        reraise_pending()
+        raise
+    reraise_pending()
+    return world
 
 
 def hunt(
