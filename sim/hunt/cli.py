@@ -73,10 +73,18 @@ def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
         "file with an [expect] table, which `testbed compare FILE --check NAME` reproduces.",
         epilog="exit status: 0 nothing found, 1 found at least one world, 2 bad input",
     )
-    parser.add_argument("--check", metavar="NAME",
+    # Appended, not stored: a second --check would otherwise replace the first in silence;
+    # kept as a list, it is refused in _check_spec with the count.
+    parser.add_argument("--check", metavar="NAME", action="append", default=[],
                         help="the check to hunt: a built-in name, package.module:name or "
-                        "path/to/file.py:name (or give one --check-cmd instead)")
+                        "path/to/file.py:name (or give one --check-cmd instead); exactly one")
     checkcmd.add_arguments(parser)
+    # The shared help says it runs beside the --check ones and repeats: not so for a hunt.
+    parser._option_string_actions["--check-cmd"].help = (
+        "the check to hunt, run as a subprocess speaking JSON Lines (docs/check-protocol.md), "
+        "instead of --check; exactly one")
+    parser._option_string_actions["--check-cmd-name"].help = (
+        "the --check-cmd check's name (default: its program, or the script an interpreter runs)")
     parser.add_argument("--scenario", default=DEFAULT_SCENARIO,
                         help=f"the base world: a shipped name or a .toml path (default {DEFAULT_SCENARIO})")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="N",
@@ -94,7 +102,7 @@ def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def _check_spec(args: argparse.Namespace) -> tuple[str, str]:
     """The one check to hunt, as a check-list entry, and how a command line names it."""
-    names = checkcmd.with_commands([args.check] if args.check else [], args)
+    names = checkcmd.with_commands(args.check, args)
     if len(names) != 1:
         raise BadInput(f"--check/--check-cmd: hunt takes exactly one check (got {len(names)})")
     spec = names[0]
