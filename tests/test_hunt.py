@@ -259,3 +259,28 @@ def test_a_check_in_another_language_is_hunted_and_reproduced(
     for found in report["found"]:
         assert _scenario(found["file"])["expect"] == {"timestamp.js": found["outcome"]}
         assert main(["compare", found["file"], "--check-cmd", command]) == 0, found
+
+
+@pytest.mark.parametrize("columns", [60, 40])
+def test_a_narrow_progress_bar_drops_fields_whole(columns: int) -> None:
+    """Below 80 columns the bar fits, draws its counts whole and drops the round's state
+    rather than cutting it to a few letters."""
+    import re  # noqa: PLC0415
+
+    from rich.console import Console  # noqa: PLC0415
+
+    from sim.hunt.cli import hunt_progress  # noqa: PLC0415
+
+    console = Console(width=columns, file=io.StringIO(), record=True, force_terminal=True,
+                      color_system=None)
+    progress = hunt_progress("crash_period_vs_look_delay_and_then_some", console)
+    task = progress.add_task("round 12 · 3 found · searching", total=100_000)
+    progress.update(task, completed=54_321)
+    console.print(progress.get_renderable())
+    drawn = console.export_text()
+    lines = drawn.splitlines()
+    assert lines and max(len(line) for line in lines) <= columns
+    assert "54321/100000" in drawn
+    # The state is shown whole or not at all: no "searc…" (an ellipsis only ends the name).
+    assert not re.search(r"(round|found|searching)\S*…|…\S*·", drawn), drawn
+    assert "searching" not in drawn and "round" not in drawn

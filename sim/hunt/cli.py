@@ -37,27 +37,58 @@ DEFAULT_SCENARIO = "sept25-crash-loop"
 DEFAULT_OUT = "hunt-out"
 
 
+#: Below these widths the bar drops the round's description, then the elapsed time (and
+#: the name gets shorter): cut to a few letters ("searc…") they say nothing, while the
+#: counts are always drawn whole. At 80 columns everything fits (tests/test_terminal.py).
+DESCRIBED_COLUMNS, TIMED_COLUMNS = 80, 50
+
+
 def hunt_progress(name: str, console: Console, disable: bool = False) -> Progress:
     """The hunt's bar, as wide as the console: the check's name and the round's state are cut
-    (with an ellipsis) before the bar is, so it fits 80 columns."""
+    (with an ellipsis) before the bar is, so it fits 80 columns; narrower, fields are dropped
+    whole (the state first, then the elapsed time), never the counts."""
     from rich.progress import (  # noqa: PLC0415 -- see the imports
         BarColumn,
         MofNCompleteColumn,
         Progress,
+        ProgressColumn,
+        Task,
         TextColumn,
         TimeElapsedColumn,
     )
-    from rich.table import Column  # noqa: PLC0415
+    from rich.table import Column, Table  # noqa: PLC0415
 
     def cut(most: int) -> Column:
         return Column(max_width=most, no_wrap=True, overflow="ellipsis")
 
-    return Progress(
-        TextColumn(f"[bold]hunt {name}", table_column=cut(20)),
-        TextColumn("{task.description}", table_column=cut(26)),
-        BarColumn(bar_width=None, table_column=Column(ratio=1)),
-        MofNCompleteColumn(table_column=Column(no_wrap=True)),
-        TimeElapsedColumn(table_column=Column(no_wrap=True)),
+    title, short_title = (TextColumn(f"[bold]hunt {name}", table_column=cut(most)) for most in (20, 12))
+    # 30: "round 12 · 3 found · shrinking" whole; at 80 columns the bar still has 6 or more.
+    state = TextColumn("{task.description}", table_column=cut(30))
+    bar = BarColumn(bar_width=None, table_column=Column(ratio=1))
+    counts = MofNCompleteColumn(table_column=Column(no_wrap=True))
+    elapsed = TimeElapsedColumn(table_column=Column(no_wrap=True))
+
+    class Fitted(Progress):
+        """Chooses its columns for the console's width at each refresh (a terminal resizes)."""
+
+        def make_tasks_table(self, tasks: Any) -> Table:
+            width = console.width  # self.console needs self.live, not made yet on the first call
+            columns: list[ProgressColumn]
+            if width >= DESCRIBED_COLUMNS:
+                columns = [title, state, bar, counts, elapsed]
+            elif width >= TIMED_COLUMNS:
+                columns = [title, bar, counts, elapsed]
+            else:
+                columns = [short_title, bar, counts]
+            table = Table.grid(*(c.get_table_column().copy() for c in columns), padding=(0, 1),
+                               expand=self.expand)
+            shown: list[Task] = [task for task in tasks if task.visible]
+            for task in shown:
+                table.add_row(*(column(task) for column in columns))
+            return table
+
+    return Fitted(
+        title, state, bar, counts, elapsed,
         console=console, disable=disable, transient=True, expand=True,
     )
 
