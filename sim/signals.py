@@ -31,7 +31,8 @@ EXIT_ORPHANED = 70
 #: "Exception ignored in ..." and goes on), and hypothesis installs one, so a handler that
 #: runs while it does raises into nothing; hypothesis also wraps an exception raised
 #: while it draws into an error of its own. A long loop that may lose one asks here.
-_pending: int | None = None
+#: A list of at most one, so the handlers change it without ``global``.
+_pending: list[int] = []
 
 
 class Terminated(Interrupt):
@@ -53,17 +54,14 @@ def exit_on_signals() -> Any:
     if threading.current_thread() is not threading.main_thread():
         return None
 
-    global _pending
-    _pending = None  # a new command: a signal an earlier one took is not this one's
+    _pending.clear()  # a new command: a signal an earlier one took is not this one's
 
     def terminated(signum: int, frame: object) -> None:
-        global _pending
-        _pending = signal.SIGTERM
+        _pending[:] = [signal.SIGTERM]
         raise Terminated
 
     def interrupted(signum: int, frame: object) -> None:
-        global _pending
-        _pending = signal.SIGINT
+        _pending[:] = [signal.SIGINT]
         raise Interrupted
 
     previous_hook = sys.unraisablehook
@@ -71,7 +69,7 @@ def exit_on_signals() -> Any:
     def unraisable(info: Any) -> None:
         # Our own exception, lost in a gc callback: recorded in _pending, which ends the
         # command where it next asks; its "Exception ignored" traceback is noise.
-        if isinstance(info.exc_value, Interrupt) and _pending is not None:
+        if isinstance(info.exc_value, Interrupt) and _pending:
             return
         previous_hook(info)
 
@@ -84,8 +82,7 @@ def exit_on_signals() -> Any:
 
 def restore_signals(previous: Any) -> None:
     """Put back the handlers ``exit_on_signals`` replaced."""
-    global _pending
-    _pending = None
+    _pending.clear()
     if previous is not None:
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])
@@ -101,9 +98,9 @@ def reraise_pending() -> None:
     ``restore_signals`` clear it, so it lasts exactly the command it ends. Without those
     handlers (a library call) nothing is recorded and this does nothing.
     """
-    if _pending == signal.SIGTERM:
+    if _pending == [signal.SIGTERM]:
         raise Terminated
-    if _pending == signal.SIGINT:
+    if _pending == [signal.SIGINT]:
         raise Interrupted
 
 

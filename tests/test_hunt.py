@@ -199,7 +199,8 @@ def test_help_says_hunt_takes_one_check_cmd(capsys: pytest.CaptureFixture[str]) 
     options = text[text.index("options:"):]
     cmd = options[options.index("--check-cmd COMMAND"):options.index("--check-cmd-name NAME")]
     assert "the check to hunt" in cmd
-    assert "beside" not in cmd and "repeatable" not in cmd
+    assert "beside" not in cmd
+    assert "repeatable" not in cmd
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -279,8 +280,10 @@ def test_a_narrow_progress_bar_drops_fields_whole(columns: int) -> None:
     console.print(progress.get_renderable())
     drawn = console.export_text()
     lines = drawn.splitlines()
-    assert lines and max(len(line) for line in lines) <= columns
+    assert lines
+    assert max(len(line) for line in lines) <= columns
     assert "54321/100000" in drawn
     # The state is shown whole or not at all: no "searc…" (an ellipsis only ends the name).
     assert not re.search(r"(round|found|searching)\S*…|…\S*·", drawn), drawn
-    assert "searching" not in drawn and "round" not in drawn
+    assert "searching" not in drawn
+    assert "round" not in drawn

@@ -89,12 +89,13 @@ def _raising_on(draw: int, signum: int) -> Callable[..., Any]:
     return lambda base, any_behavior=True: world()
 
 
-@pytest.mark.parametrize(("signum", "status", "line"), KINDS)
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_signal_while_hypothesis_draws_ends_the_hunt(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-    signum: int, status: int, line: str,
+    kind: tuple[int, int, str],
 ) -> None:
     """A signal while hypothesis draws a world ends the hunt as the signal, not as its error."""
+    signum, status, line = kind
     monkeypatch.setattr("sim.hunt.search.worlds", _raising_on(10, signum))
     code, out = _hunt(tmp_path, "timestamp")
     assert code == status
