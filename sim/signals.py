@@ -2,7 +2,8 @@
 
 Both become ``checks.drive.Interrupt`` subclasses, which the check driver lets through,
 while a ``KeyboardInterrupt`` a user's check raises itself is that check's ``error``.
-``held`` lets a short final write finish before the signal ends the command, and
+``held`` lets a short final write finish before the signal ends the command;
+``reraise_pending`` raises again a signal whose exception a library swallowed; and
 ``die_with`` ends a pool's worker when the process that started it is gone, even by
 SIGKILL, which that process cannot catch.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any, Protocol
@@ -21,6 +23,16 @@ from checks.drive import Interrupt
 #: A worker's exit status when it ends because its parent is gone (nobody reads it: the
 #: forkserver reaps it; it only tells such an end apart in a debugger).
 EXIT_ORPHANED = 70
+
+
+#: The signal whose handler ran last during this command (``exit_on_signals`` and
+#: ``restore_signals`` clear it).
+#: Raising is not enough: Python ignores an exception raised inside a gc callback (it prints
+#: "Exception ignored in ..." and goes on), and hypothesis installs one, so a handler that
+#: runs while it does raises into nothing; hypothesis also wraps an exception raised
+#: while it draws into an error of its own. A long loop that may lose one asks here.
+#: A list of at most one, so the handlers change it without ``global``.
+_pending: list[int] = []
 
 
 class Terminated(Interrupt):
@@ -35,28 +47,61 @@ def exit_on_signals() -> Any:
     """SIGTERM -> ``Terminated``, SIGINT -> ``Interrupted`` (main thread only).
 
     Both are ``checks.drive.Interrupt``, which the check driver lets through, so a signal
-    arriving while a check runs still ends the command. Returns the handlers replaced.
+    arriving while a check runs still ends the command. Each also records its signal for
+    ``reraise_pending``, and the "Exception ignored" report of one lost in a gc callback is
+    silenced. Returns the handlers replaced (and the unraisable hook).
     """
     if threading.current_thread() is not threading.main_thread():
         return None
 
+    _pending.clear()  # a new command: a signal an earlier one took is not this one's
+
     def terminated(signum: int, frame: object) -> None:
+        _pending[:] = [signal.SIGTERM]
         raise Terminated
 
     def interrupted(signum: int, frame: object) -> None:
+        _pending[:] = [signal.SIGINT]
         raise Interrupted
+
+    previous_hook = sys.unraisablehook
+
+    def unraisable(info: Any) -> None:
+        # Our own exception, lost in a gc callback: recorded in _pending, which ends the
+        # command where it next asks; its "Exception ignored" traceback is noise.
+        if isinstance(info.exc_value, Interrupt) and _pending:
+            return
+        previous_hook(info)
 
     previous_int = signal.getsignal(signal.SIGINT)
     if previous_int is signal.default_int_handler:
         signal.signal(signal.SIGINT, interrupted)
-    return signal.signal(signal.SIGTERM, terminated), previous_int
+    sys.unraisablehook = unraisable
+    return signal.signal(signal.SIGTERM, terminated), previous_int, previous_hook
 
 
 def restore_signals(previous: Any) -> None:
     """Put back the handlers ``exit_on_signals`` replaced."""
+    _pending.clear()
     if previous is not None:
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])
+        sys.unraisablehook = previous[2]
+
+
+def reraise_pending() -> None:
+    """Raise ``Interrupted`` or ``Terminated`` again if a signal came during this command.
+
+    For code that runs a library which may lose the handler's exception (see ``_pending``):
+    it calls this after the library returns or raises, and between its own steps. The
+    signal is not cleared (a library may swallow the raise too); ``exit_on_signals`` and
+    ``restore_signals`` clear it, so it lasts exactly the command it ends. Without those
+    handlers (a library call) nothing is recorded and this does nothing.
+    """
+    if _pending == [signal.SIGTERM]:
+        raise Terminated
+    if _pending == [signal.SIGINT]:
+        raise Interrupted
 
 
 @contextlib.contextmanager

@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -172,6 +175,7 @@ def test_a_check_that_raises_is_found_as_error(tmp_path: Path, capsys: pytest.Ca
         (["--check", "count", "--budget", str(MAX_BUDGET + 1)], "--budget: must be from 1"),
         (["--check", "count", "--seed", "-1"], "--seed: must be 0 or more"),
         ([], "hunt takes exactly one check"),
+        (["--check", "count", "--check", "timestamp"], "hunt takes exactly one check (got 2)"),
         (["--check", "count", "--scenario", "no-such-world"], "no-such-world"),
     ],
 )
@@ -185,6 +189,46 @@ def test_bad_input_is_one_line_and_exit_2(
     assert field in err
     assert err.count("\n") == 1
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_help_says_hunt_takes_one_check_cmd(capsys: pytest.CaptureFixture[str]) -> None:
+    """`hunt --help` says --check-cmd is the one check hunted, not one of several beside --check."""
+    with pytest.raises(SystemExit):
+        main(["hunt", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    options = text[text.index("options:"):]
+    cmd = options[options.index("--check-cmd COMMAND"):options.index("--check-cmd-name NAME")]
+    assert "the check to hunt" in cmd
+    assert "beside" not in cmd
+    assert "repeatable" not in cmd
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("code", [
+    "from sim.cli import main; raise SystemExit(main(['hunt', '--check', 'count', '--budget', "
+    "'5', '--out', 'found', '--no-progress']) != 1)",
+    "import sim.api; sim.api.hunt('count', budget=5)",
+])
+def test_a_hunt_leaves_no_hypothesis_folder_in_the_current_directory(tmp_path: Path, code: str) -> None:
+    """`testbed hunt` and sim.api.hunt write nothing of hypothesis' into the user's folder."""
+    # A fresh process: hypothesis writes its cache of source constants once per process.
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("HYPOTHESIS_STORAGE_DIRECTORY", None)  # else hypothesis would write there anyway
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / ".hypothesis").exists()
+
+
+def test_a_hunt_puts_hypothesis_home_folder_back(tmp_path: Path) -> None:
+    """After a hunt, hypothesis' home folder (the test suite's database) is where it was."""
+    from hypothesis.configuration import storage_directory  # noqa: PLC0415
+
+    before = storage_directory(intent_to_write=False).home_directory
+    _run(tmp_path / "out", "timestamp")
+    assert storage_directory(intent_to_write=False).home_directory == before
 
 
 def test_out_that_is_a_file_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -216,3 +260,30 @@ def test_a_check_in_another_language_is_hunted_and_reproduced(
     for found in report["found"]:
         assert _scenario(found["file"])["expect"] == {"timestamp.js": found["outcome"]}
         assert main(["compare", found["file"], "--check-cmd", command]) == 0, found
+
+
+@pytest.mark.parametrize("columns", [60, 40])
+def test_a_narrow_progress_bar_drops_fields_whole(columns: int) -> None:
+    """Below 80 columns the bar fits, draws its counts whole and drops the round's state
+    rather than cutting it to a few letters."""
+    import re  # noqa: PLC0415
+
+    from rich.console import Console  # noqa: PLC0415
+
+    from sim.hunt.cli import hunt_progress  # noqa: PLC0415
+
+    console = Console(width=columns, file=io.StringIO(), record=True, force_terminal=True,
+                      color_system=None)
+    progress = hunt_progress("crash_period_vs_look_delay_and_then_some", console)
+    task = progress.add_task("round 12 · 3 found · searching", total=100_000)
+    progress.update(task, completed=54_321)
+    console.print(progress.get_renderable())
+    drawn = console.export_text()
+    lines = drawn.splitlines()
+    assert lines
+    assert max(len(line) for line in lines) <= columns
+    assert "54321/100000" in drawn
+    # The state is shown whole or not at all: no "searc…" (an ellipsis only ends the name).
+    assert not re.search(r"(round|found|searching)\S*…|…\S*·", drawn), drawn
+    assert "searching" not in drawn
+    assert "round" not in drawn

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from checks.drive import check_name
 from sim import checkcmd
 from sim.settings import BadInput
+from sim.signals import reraise_pending
 
 # `testbed` builds its parser from this module (add_hunt_parser): rich, pydantic and
 # hypothesis are imported by the functions that use them, never for the parser.
@@ -36,27 +37,58 @@ DEFAULT_SCENARIO = "sept25-crash-loop"
 DEFAULT_OUT = "hunt-out"
 
 
+#: Below these widths the bar drops the round's description, then the elapsed time (and
+#: the name gets shorter): cut to a few letters ("searc…") they say nothing, while the
+#: counts are always drawn whole. At 80 columns everything fits (tests/test_terminal.py).
+DESCRIBED_COLUMNS, TIMED_COLUMNS = 80, 50
+
+
 def hunt_progress(name: str, console: Console, disable: bool = False) -> Progress:
     """The hunt's bar, as wide as the console: the check's name and the round's state are cut
-    (with an ellipsis) before the bar is, so it fits 80 columns."""
+    (with an ellipsis) before the bar is, so it fits 80 columns; narrower, fields are dropped
+    whole (the state first, then the elapsed time), never the counts."""
     from rich.progress import (  # noqa: PLC0415 -- see the imports
         BarColumn,
         MofNCompleteColumn,
         Progress,
+        ProgressColumn,
+        Task,
         TextColumn,
         TimeElapsedColumn,
     )
-    from rich.table import Column  # noqa: PLC0415
+    from rich.table import Column, Table  # noqa: PLC0415
 
     def cut(most: int) -> Column:
         return Column(max_width=most, no_wrap=True, overflow="ellipsis")
 
-    return Progress(
-        TextColumn(f"[bold]hunt {name}", table_column=cut(20)),
-        TextColumn("{task.description}", table_column=cut(26)),
-        BarColumn(bar_width=None, table_column=Column(ratio=1)),
-        MofNCompleteColumn(table_column=Column(no_wrap=True)),
-        TimeElapsedColumn(table_column=Column(no_wrap=True)),
+    title, short_title = (TextColumn(f"[bold]hunt {name}", table_column=cut(most)) for most in (20, 12))
+    # 30: "round 12 · 3 found · shrinking" whole; at 80 columns the bar still has 6 or more.
+    state = TextColumn("{task.description}", table_column=cut(30))
+    bar = BarColumn(bar_width=None, table_column=Column(ratio=1))
+    counts = MofNCompleteColumn(table_column=Column(no_wrap=True))
+    elapsed = TimeElapsedColumn(table_column=Column(no_wrap=True))
+
+    class Fitted(Progress):
+        """Chooses its columns for the console's width at each refresh (a terminal resizes)."""
+
+        def make_tasks_table(self, tasks: Any) -> Table:
+            width = console.width  # self.console needs self.live, not made yet on the first call
+            columns: list[ProgressColumn]
+            if width >= DESCRIBED_COLUMNS:
+                columns = [title, state, bar, counts, elapsed]
+            elif width >= TIMED_COLUMNS:
+                columns = [title, bar, counts, elapsed]
+            else:
+                columns = [short_title, bar, counts]
+            table = Table.grid(*(c.get_table_column().copy() for c in columns), padding=(0, 1),
+                               expand=self.expand)
+            shown: list[Task] = [task for task in tasks if task.visible]
+            for task in shown:
+                table.add_row(*(column(task) for column in columns))
+            return table
+
+    return Fitted(
+        title, state, bar, counts, elapsed,
         console=console, disable=disable, transient=True, expand=True,
     )
 
@@ -72,10 +104,18 @@ def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
         "file with an [expect] table, which `testbed compare FILE --check NAME` reproduces.",
         epilog="exit status: 0 nothing found, 1 found at least one world, 2 bad input",
     )
-    parser.add_argument("--check", metavar="NAME",
+    # Appended, not stored: a second --check would otherwise replace the first in silence;
+    # kept as a list, it is refused in _check_spec with the count.
+    parser.add_argument("--check", metavar="NAME", action="append", default=[],
                         help="the check to hunt: a built-in name, package.module:name or "
-                        "path/to/file.py:name (or give one --check-cmd instead)")
+                        "path/to/file.py:name (or give one --check-cmd instead); exactly one")
     checkcmd.add_arguments(parser)
+    # The shared help says it runs beside the --check ones and repeats: not so for a hunt.
+    parser._option_string_actions["--check-cmd"].help = (
+        "the check to hunt, run as a subprocess speaking JSON Lines (docs/check-protocol.md), "
+        "instead of --check; exactly one")
+    parser._option_string_actions["--check-cmd-name"].help = (
+        "the --check-cmd check's name (default: its program, or the script an interpreter runs)")
     parser.add_argument("--scenario", default=DEFAULT_SCENARIO,
                         help=f"the base world: a shipped name or a .toml path (default {DEFAULT_SCENARIO})")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="N",
@@ -93,7 +133,7 @@ def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def _check_spec(args: argparse.Namespace) -> tuple[str, str]:
     """The one check to hunt, as a check-list entry, and how a command line names it."""
-    names = checkcmd.with_commands([args.check] if args.check else [], args)
+    names = checkcmd.with_commands(args.check, args)
     if len(names) != 1:
         raise BadInput(f"--check/--check-cmd: hunt takes exactly one check (got {len(names)})")
     spec = names[0]
@@ -159,6 +199,9 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     with progress:
         result = hunt(base, name, checks, budget=args.budget, seed=args.seed, progress=tell)
+    # hypothesis' gc callback stays in place after the search and may swallow a signal's
+    # exception (sim.signals._pending): ask before writing, and before saying we are done.
+    reraise_pending()
     paths = write_found(result, out, check_arg)
     elapsed = time.perf_counter() - started
     if args.json:
@@ -167,4 +210,5 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     else:
         print(table(result, paths, check_arg))
         errors.print(f"{len(paths)} file(s) in {out}/ ({elapsed:.1f} s)", highlight=False)
+    reraise_pending()
     return EXIT_FOUND if result.found else EXIT_NOTHING_FOUND

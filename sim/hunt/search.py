@@ -15,13 +15,16 @@ database is off and nothing reads the wall clock, so a seed gives the same world
 
 from __future__ import annotations
 
+import contextlib
 import random
-from collections.abc import Callable, Mapping
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, find, settings
+from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
 from hypothesis.errors import NoSuchExample
 from hypothesis.strategies import SearchStrategy
 
@@ -30,6 +33,7 @@ from sim.frames import FLOAT, OUTCOME, TEXT, frame
 from sim.hunt.space import World, apply, changes, worlds
 from sim.publish.world import RunResult, run
 from sim.scenario import Scenario
+from sim.signals import reraise_pending
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -191,6 +195,24 @@ def _settings(budget: int) -> settings:
     )
 
 
+@contextlib.contextmanager
+def _storage_elsewhere() -> Iterator[None]:
+    """Hypothesis' files go to a folder of ours, removed after, not to ``./.hypothesis``.
+
+    ``database=None`` keeps no examples, but hypothesis still caches the constants it reads
+    from local source under its home folder, which defaults to the current directory's
+    ``.hypothesis/``: a hunt must not leave that in the user's folder. The home folder is
+    put back after, so a test suite's own hypothesis use keeps its database.
+    """
+    previous = storage_directory(intent_to_write=False).home_directory
+    with tempfile.TemporaryDirectory(prefix="testbed-hunt-") as folder:
+        set_hypothesis_home_dir(folder)
+        try:
+            yield
+        finally:
+            set_hypothesis_home_dir(previous)
+
+
 def _find_new(
     strategy: SearchStrategy[World],
     judge: _Judge,
@@ -208,6 +230,7 @@ def _find_new(
 
     def new_kind(world: World) -> bool:
         nonlocal hits
+        reraise_pending()  # a Ctrl-C hypothesis' gc callback swallowed ends the hunt here
         answer = judge.kind(world)
         wanted = answer is not None and (answer[0], answer[1]) not in kinds
         hits += wanted
@@ -215,10 +238,19 @@ def _find_new(
             progress(round_number, judge.tried - start, found, hits > 0)
         return wanted
 
+    # A signal's exception may reach us wrapped (hypothesis reports one raised while it
+    # draws as FlakyStrategyDefinition) or not at all (raised in its gc callback): whatever
+    # find does, a signal that came ends the hunt as the signal, not as hypothesis' error.
     try:
-        return find(strategy, new_kind, settings=_settings(budget), random=rng)
+        world = find(strategy, new_kind, settings=_settings(budget), random=rng)
     except NoSuchExample:
+        reraise_pending()
         return None
+    except BaseException:
+        reraise_pending()
+        raise
+    reraise_pending()
+    return world
 
 
 def hunt(
@@ -236,29 +268,30 @@ def hunt(
     found: list[Found] = []
     kinds: set[tuple[str, str]] = set()
     rounds = 0
-    # First the worlds that keep the base's behaviour, then every behaviour: a kind found
-    # with the base's app is the one closest to the base, so it is the one kept.
-    for strategy in (worlds(base, any_behavior=False), worlds(base)):
-        while len(found) < MAX_KINDS:
-            rounds += 1
-            world = _find_new(
-                strategy, judge, kinds, budget=budget, rng=rng, round_number=rounds,
-                found=len(found), progress=progress,
-            )
-            if world is None:
-                break
-            answer = judge.kind(world)
-            assert answer is not None
-            outcome, code, why, result = answer
-            kinds.add((outcome, code))
-            verdict = result.verdict
-            found.append(Found(
-                world=world,
-                scenario=apply(base, world),
-                outcome=outcome,
-                diagnosis=code,
-                why=why,
-                reason=verdict.reason if verdict is not None else (result.error or ""),
-                decided_at_s=result.decided_at_s,
-            ))
+    with _storage_elsewhere():
+        # First the worlds that keep the base's behaviour, then every behaviour: a kind found
+        # with the base's app is the one closest to the base, so it is the one kept.
+        for strategy in (worlds(base, any_behavior=False), worlds(base)):
+            while len(found) < MAX_KINDS:
+                rounds += 1
+                world = _find_new(
+                    strategy, judge, kinds, budget=budget, rng=rng, round_number=rounds,
+                    found=len(found), progress=progress,
+                )
+                if world is None:
+                    break
+                answer = judge.kind(world)
+                assert answer is not None
+                outcome, code, why, result = answer
+                kinds.add((outcome, code))
+                verdict = result.verdict
+                found.append(Found(
+                    world=world,
+                    scenario=apply(base, world),
+                    outcome=outcome,
+                    diagnosis=code,
+                    why=why,
+                    reason=verdict.reason if verdict is not None else (result.error or ""),
+                    decided_at_s=result.decided_at_s,
+                ))
     return HuntResult(check_name, base, seed, budget, tuple(found), judge.tried, rounds)
