@@ -1,6 +1,7 @@
-"""Check cost at scale: min-healthy-time (and every check) stays linear in machines and looks.
+"""Check cost at scale: every memoised check stays linear in machines (and, in
+tests/test_checks_exact_memo.py, in looks), counted in snapshots visited.
 
-Run as a script to print the figures: ``python tests/test_checks_scale.py``.
+Run as a script to print wall-clock figures: ``python -m tests.test_checks_scale``.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import sys
 import time
 
 from checks import BUILTIN_CHECKS, Event, Look, MachineSnapshot, Verdict, make_check
+from tests.test_checks_exact_memo import STILL_WAITING, visits_per_call, waiting_looks
 
 PUBLISH_MS = 1_000_000
 
@@ -42,11 +44,13 @@ def drive_seconds(name: str, looks: list[Look]) -> float:
     return time.perf_counter() - began
 
 
-def test_min_healthy_time_is_linear_in_machines() -> None:
-    """Three times the machines costs well under nine times the time (superlinear would)."""
-    small = drive_seconds("min-healthy-time", healthy_looks(300, 15))
-    large = drive_seconds("min-healthy-time", healthy_looks(900, 15))
-    assert large < 6 * max(small, 0.01)
+def test_every_check_is_linear_in_machines() -> None:
+    """Three times the machines: each check visits at most three times the snapshots over a
+    drive (counted, not timed: a timed bound flaked under a loaded CI machine)."""
+    for name, options, state, start_ms in STILL_WAITING:
+        small = sum(visits_per_call(name, options, waiting_looks(10, 12, state, start_ms)))
+        large = sum(visits_per_call(name, options, waiting_looks(30, 12, state, start_ms)))
+        assert small < large <= 3 * small, (name, small, large)
 
 
 if __name__ == "__main__":
