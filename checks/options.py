@@ -50,16 +50,14 @@ class Range:
         return value > self.low if self.above else value >= self.low
 
 
-def _declare(rule: Range) -> Mapping[str, Range]:
-    return MappingProxyType({RANGE_KEY: rule})
-
-
+# Written out, not built by a helper: module-level calls run at import, before mutation
+# testing can switch a mutant on, so a helper's mutants could never be killed.
 #: A delay, deadline or window: zero means "at once".
-SECONDS = _declare(Range(0))
+SECONDS: Mapping[str, Range] = MappingProxyType({RANGE_KEY: Range(0)})
 #: A poll or backoff interval: zero would look again at the same instant, forever.
-INTERVAL = _declare(Range(0, above=True))
+INTERVAL: Mapping[str, Range] = MappingProxyType({RANGE_KEY: Range(0, above=True)})
 #: A count of things, zero included.
-COUNT = _declare(Range(0, whole=True))
+COUNT: Mapping[str, Range] = MappingProxyType({RANGE_KEY: Range(0, whole=True)})
 
 
 def declared_range(field: dataclasses.Field[Any]) -> Range | None:

@@ -65,17 +65,15 @@ class RestartCounterCheck:
             return Wait(0.0)
         if lost := lost_machines(self.name, looks):
             return lost
-        # Keyed by the check and the publish time, as every memoised check: a verdict the
-        # fold may give at an earlier look can depend on both.
-        key = (self, publish_started_ms)
-        resumed = _WATCHES.take(key, looks)
+        # The watch depends on the looks alone (not on the options or the publish time).
+        resumed = _WATCHES.take(None, looks)
         watch, done = resumed if resumed is not None else (_Watch(), 0)
         for look in looks[done:]:
             if verdict := self._see(watch, look, publish_started_ms):
                 return verdict
         step = self._judge(watch.started_at, publish_started_ms, looks)
         if isinstance(step, Wait):
-            _WATCHES.keep(key, looks, watch)
+            _WATCHES.keep(None, looks, watch)
         return step
 
     def _see(self, watch: _Watch, look: Look, publish_started_ms: int) -> Verdict | None:

@@ -280,12 +280,3 @@ def test_another_publish_time_does_not_resume_a_fold_made_for_the_first() -> Non
     assert isinstance(earlier, Verdict)
     assert "no events" in earlier.reason
 
-
-def test_restart_counter_folds_are_kept_per_publish_time() -> None:
-    """The restart-counter watch resumes only for the same check and publish time."""
-    check = make_check("restart-counter", {})
-    looks = [Look(T0 + 1000 * k, (MachineSnapshot("m1", "started", "app", (start(T0),),
-                                                  T0 + 1000 * k, 0),)) for k in range(1, 4)]
-    for k in range(1, 4):
-        check.next(T0, looks[:k])
-    assert check.next(T0 - 700, looks) == from_scratch(check, T0 - 700, looks)
