@@ -10,7 +10,6 @@ before it: tests/test_checks_exact_memo.py (fast, so mutation testing runs it).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 from hypothesis import given, note
@@ -18,8 +17,8 @@ from hypothesis import strategies as st
 
 from checks import Event, Look, MachineSnapshot, Verdict, make_check
 from checks.failsafe import lost_machines
-from checks.protocol import Check, Step
 from tests.exact_events import T0
+from tests.test_checks_exact_memo import from_scratch
 
 #: Every check whose ``next`` keeps a fold between calls, with options that reach each rule.
 MEMOISED: list[tuple[str, dict[str, object]]] = [
@@ -67,15 +66,6 @@ def looks(draw: st.DrawFn) -> list[Look]:
                                              draw(events(at)), T0 + at, counter))
         made.append(Look(T0 + at, tuple(snapshots)))
     return made
-
-
-def from_scratch(check: Check, publish_started_ms: int, given_looks: Sequence[Look]) -> Step:
-    """The check's answer in a new thread, whose memo slot is empty: a fold from the first look."""
-    answer: list[Step] = []
-    thread = threading.Thread(target=lambda: answer.append(check.next(publish_started_ms, given_looks)))
-    thread.start()
-    thread.join()
-    return answer[0]
 
 
 @given(looks(), st.sampled_from(range(len(MEMOISED))), st.data())
