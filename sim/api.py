@@ -191,7 +191,7 @@ class SweepRows:
 
     def to_pandas(self) -> pd.DataFrame:
         """The rows as a DataFrame: ``point``, ``seed``, the axes, then the result columns."""
-        return frame(self.rows, columns(self.sweep), RESULT_DTYPES)
+        return frame(self.rows, RESULT_DTYPES, columns(self.sweep))
 
 
 def sweep(

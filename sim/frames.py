@@ -33,15 +33,18 @@ def pandas() -> Any:
 
 
 def frame(
-    rows: Sequence[Mapping[str, Any]], columns: Sequence[str], dtypes: Mapping[str, str]
+    rows: Sequence[Mapping[str, Any]], dtypes: Mapping[str, str],
+    columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """A DataFrame of ``rows`` with exactly ``columns``, in order, typed by ``dtypes``.
+    """A DataFrame of ``rows`` with exactly ``columns`` (by default those of ``dtypes``), in
+    order, typed by ``dtypes``.
 
     Columns ``dtypes`` does not name (a sweep's axes, ``point``, ``seed``) keep the dtype
     pandas infers from their values.
     """
     pd = pandas()
-    table = pd.DataFrame.from_records([dict(row) for row in rows], columns=list(columns))
+    names = list(dtypes if columns is None else columns)
+    table = pd.DataFrame.from_records([dict(row) for row in rows], columns=names)
     outcome = pd.CategoricalDtype(list(OUTCOMES))
     return table.astype({c: outcome if d == OUTCOME else d
                          for c, d in dtypes.items() if c in table.columns})

@@ -120,7 +120,7 @@ def test_a_world_that_raised_keeps_typed_columns_with_missing_counts():
     """A sweep's error row (no counts, no truth) fits the nullable dtypes instead of failing."""
     good = dict(result_row(api.run("sept25-crash-loop", "count")))
     broken = dict.fromkeys(RESULT_COLUMNS) | {"check": "x", "outcome": "error", "error": "boom"}
-    table = frame([good, broken], RESULT_COLUMNS, RESULT_DTYPES)
+    table = frame([good, broken], RESULT_DTYPES, RESULT_COLUMNS)
     assert table["requests"].isna().tolist() == [False, True]
     assert table["release_bad"].isna().tolist() == [False, True]
     assert str(table["requests"].dtype) == "Int64"

@@ -88,7 +88,7 @@ class HuntResult:
         rows = [{"outcome": f.outcome, "kind": f.diagnosis, "decided_at_s": f.decided_at_s,
                  "changes": ", ".join(f"{k}={shown(v)}" for k, v in changes(self.base, f.world)),
                  "why": f.why, "reason": f.reason} for f in self.found]
-        return frame(rows, tuple(FOUND_DTYPES), FOUND_DTYPES)
+        return frame(rows, FOUND_DTYPES)
 
 
 def _crash_times_ms(result: RunResult, since_ms: int) -> list[int]:
@@ -242,15 +242,11 @@ def _find_new(
     # draws as FlakyStrategyDefinition) or not at all (raised in its gc callback): whatever
     # find does, a signal that came ends the hunt as the signal, not as hypothesis' error.
     try:
-        world = find(strategy, new_kind, settings=_settings(budget), random=rng)
+        return find(strategy, new_kind, settings=_settings(budget), random=rng)
     except NoSuchExample:
-        reraise_pending()
         return None
-    except BaseException:
+    finally:
         reraise_pending()
-        raise
-    reraise_pending()
-    return world
 
 
 def hunt(

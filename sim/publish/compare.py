@@ -174,8 +174,7 @@ class Comparison:
         ``mean_decided_s``, from the summary, so it covers every run, kept or not.
         """
         if per == "check":
-            return frame([self._check_row(name) for name in self.checks], tuple(CHECK_DTYPES),
-                         CHECK_DTYPES)
+            return frame([self._check_row(name) for name in self.checks], CHECK_DTYPES)
         if per != "run":
             raise ValueError(f"per: 'run' or 'check' (got {per!r})")
         if len(self.seeds) < self.runs_count:
@@ -183,7 +182,7 @@ class Comparison:
                              "kept (keep_runs=False); per='check' covers them all")
         return frame([{"seed": run.seed} | result_row(r) | {"reason": reason(r)}
                       for run in self.seeds for r in run.results],
-                     ("seed", *RESULT_COLUMNS, "reason"), {**RESULT_DTYPES, "reason": TEXT})
+                     {**RESULT_DTYPES, "reason": TEXT}, ("seed", *RESULT_COLUMNS, "reason"))
 
     def _check_row(self, name: str) -> dict[str, Any]:
         stats = self.stats.get(name)

@@ -81,10 +81,10 @@ class RolloutRuns:
         """
         if per == "server":
             return frame([_server_row(r.seed, s) for r in self.runs for s in r.summary()["servers"]],
-                         tuple(SERVER_DTYPES), SERVER_DTYPES)
+                         SERVER_DTYPES)
         if per != "run":
             raise ValueError(f"per: 'run' or 'server' (got {per!r})")
-        return frame([_run_row(r.summary()) for r in self.runs], tuple(RUN_DTYPES), RUN_DTYPES)
+        return frame([_run_row(r.summary()) for r in self.runs], RUN_DTYPES)
 
 
 def _run_row(summary: Mapping[str, Any]) -> dict[str, Any]:

@@ -115,7 +115,7 @@ class SweepSummary:
     def to_pandas(self) -> pd.DataFrame:
         """One row per check: ``check`` and its ``--json`` summary's fields (``pandas`` extra)."""
         rows = [{"check": name} | c.to_json() for name, c in self.checks.items()]
-        return frame(rows, tuple(SUMMARY_DTYPES), SUMMARY_DTYPES)
+        return frame(rows, SUMMARY_DTYPES)
 
 
 def summarise(result: SweepResult) -> SweepSummary:
