@@ -20,7 +20,6 @@ the driver's per-look alarm: microseconds per look against seconds per run.)
 
 from __future__ import annotations
 
-import gc
 import sys
 import time
 from collections.abc import Sequence
@@ -30,6 +29,7 @@ from typing import Any
 from checks import BUILTIN_CHECKS, Look, make_check
 from checks.protocol import Check, Step
 from sim import scenario as scenarios
+from sim.publish.gcpause import gc_paused
 from sim.publish.world import run_checks
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -79,13 +79,10 @@ def bare_seconds(machines: int, rounds: int) -> float:
     world = scenarios.load("sept25-crash-loop", [f"release.machines={machines}", "horizon_s=90"])
     best = float("inf")
     for seed in range(rounds):
-        gc.disable()
-        try:
+        with gc_paused():
             began = time.perf_counter()
             bare_world(world, seed)
             best = min(best, time.perf_counter() - began)
-        finally:
-            gc.enable()
     return best
 
 

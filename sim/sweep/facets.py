@@ -96,6 +96,11 @@ def facet_map(
     return figure
 
 
+def facet_path(path: Path, check: str) -> Path:
+    """Where one check's faceted map goes: ``path`` with ``-CHECK`` before its suffix."""
+    return path.with_name(f"{path.stem}-{check}{path.suffix}")
+
+
 def save_facet_maps(
     rows: Sequence[Row],
     checks: Sequence[str],
@@ -113,7 +118,7 @@ def save_facet_maps(
     all before the first is drawn, so a directory or a link in the way is one line, not a
     traceback after some figures are written. Each is written whole or not at all.
     """
-    outs = [path.with_name(f"{path.stem}-{check}{path.suffix}") for check in checks]
+    outs = [facet_path(path, check) for check in checks]
     for out in outs:
         check_output("--heatmap", out, force)
     for check, out in zip(checks, outs, strict=True):

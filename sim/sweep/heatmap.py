@@ -88,7 +88,9 @@ def facet_paths(sweep: Sweep, path: Path) -> list[Path]:
     """The files ``--heatmap path`` writes: ``path`` itself, or with four [heatmap] axes
     one per check, ``-CHECK`` before the suffix (by the names the rows carry)."""
     if sweep.heatmap is not None and len(sweep.heatmap) == 4:
-        return [path.with_name(f"{path.stem}-{check}{path.suffix}") for check in check_names(sweep)]
+        from sim.sweep.facets import facet_path  # noqa: PLC0415 (as save_heatmap imports it)
+
+        return [facet_path(path, check) for check in check_names(sweep)]
     return [path]
 
 
