@@ -40,8 +40,7 @@ class Window:
     """The capped event list one look saw on one machine.
 
     ``kept`` are the times of the events still in the list (the snapshot), ``dropped`` the
-    times of the events that had fallen off by then; ``row`` is the look's row under its
-    check's lane (one row per look, so consecutive lists sit one above the other).
+    times of the events that had fallen off by then.
     """
 
     look: int
@@ -50,7 +49,6 @@ class Window:
     kept: tuple[float, ...]
     kept_events: tuple[Event, ...]
     dropped: tuple[float, ...]
-    row: int
 
     @property
     def crashes(self) -> tuple[float, ...]:
@@ -172,7 +170,7 @@ def _windows(
         at_s = (recorded.look.at_ms - publish_ms) / 1000
         kept = tuple((e.timestamp - publish_ms) / 1000 for e in kept_events)
         dropped = tuple((e.timestamp - publish_ms) / 1000 for e in trace_events[:dropped_count])
-        windows.append(Window(number, machine_id, at_s, kept, kept_events, dropped, number - 1))
+        windows.append(Window(number, machine_id, at_s, kept, kept_events, dropped))
     return tuple(windows)
 
 
