@@ -81,16 +81,23 @@ def parse_spec(text: str) -> CommandSpec:
     return make_spec(command, name, float(timeout_s), where="check")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--check-cmd``, ``--check-cmd-name`` and ``--check-cmd-timeout`` to a subcommand."""
+def add_arguments(parser: argparse.ArgumentParser, single: bool = False) -> None:
+    """Add ``--check-cmd``, ``--check-cmd-name`` and ``--check-cmd-timeout`` to a subcommand.
+
+    ``single``: the command takes exactly one check (hunt), and the help says so.
+    """
     parser.add_argument(
         "--check-cmd", action="append", default=[], metavar="COMMAND",
-        help="a check run as a subprocess speaking JSON Lines (docs/check-protocol.md); "
+        help="the check to hunt, run as a subprocess speaking JSON Lines "
+        "(docs/check-protocol.md), instead of --check; exactly one" if single else
+        "a check run as a subprocess speaking JSON Lines (docs/check-protocol.md); "
         "runs beside the --check ones (alone when there are none); repeatable",
     )
     parser.add_argument(
         "--check-cmd-name", action="append", default=[], metavar="NAME",
-        help="the name of the n-th --check-cmd (default: its program, or the script an "
+        help="the --check-cmd check's name (default: its program, or the script an "
+        "interpreter runs)" if single else
+        "the name of the n-th --check-cmd (default: its program, or the script an "
         "interpreter runs)",
     )
     parser.add_argument(

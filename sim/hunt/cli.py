@@ -109,13 +109,7 @@ def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--check", metavar="NAME", action="append", default=[],
                         help="the check to hunt: a built-in name, package.module:name or "
                         "path/to/file.py:name (or give one --check-cmd instead); exactly one")
-    checkcmd.add_arguments(parser)
-    # The shared help says it runs beside the --check ones and repeats: not so for a hunt.
-    parser._option_string_actions["--check-cmd"].help = (
-        "the check to hunt, run as a subprocess speaking JSON Lines (docs/check-protocol.md), "
-        "instead of --check; exactly one")
-    parser._option_string_actions["--check-cmd-name"].help = (
-        "the --check-cmd check's name (default: its program, or the script an interpreter runs)")
+    checkcmd.add_arguments(parser, single=True)
     parser.add_argument("--scenario", default=DEFAULT_SCENARIO,
                         help=f"the base world: a shipped name or a .toml path (default {DEFAULT_SCENARIO})")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="N",
