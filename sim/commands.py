@@ -25,7 +25,7 @@ from sim.publish.world import run
 from sim.recording import Recorder, load_recordings, replay_all, replay_json
 from sim.rollout import config as rollout_config
 from sim.scenario import BadInput, parse_value
-from sim.settings import at_most, env_limit
+from sim.settings import at_most, env_limit, first_seed
 from sim.show import report
 
 # As in sim.cli (which cannot be imported from here: it imports this module).
@@ -120,8 +120,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if key not in BUILTIN_CHECKS and key not in names:
             raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)})")
     seed = loaded.seed if args.seed is None else args.seed
-    if seed < 0:
-        raise BadInput(f"--seed: must be 0 or more (got {seed})")
+    first_seed(seed)
     recorder = Recorder(loaded.publish_started_ms, loaded.check.model_dump(), setups(built))
     seeds: Iterable[int] = range(seed, seed + args.runs)
     # A bar on stderr for long comparisons, only where a person watches (never in CI logs).

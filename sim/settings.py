@@ -171,13 +171,21 @@ def env_limit(name: str, default: int) -> int:
     return value
 
 
-def at_most(option: str, value: int, limit: int, env: str) -> None:
-    """BadInput unless ``1 <= value <= limit``: the message says how to raise the limit."""
+def at_most(option: str, value: int, limit: int, env: str | None = None) -> None:
+    """BadInput unless ``1 <= value <= limit``: the message says how to raise the limit
+    (``env``), when one can."""
     if value < 1:
-        raise BadInput(f"{option}: must be at least 1 (got {value})")
+        raise BadInput(f"{option}: must be at least 1 (got {value:,})")
     if value > limit:
-        raise BadInput(f"{option}: must be at most {limit:,} (got {value:,}); "
-                       f"set {env} to raise the limit")
+        raise BadInput(f"{option}: must be at most {limit:,} (got {value:,})"
+                       + (f"; set {env} to raise the limit" if env else ""))
+
+
+def first_seed(value: int) -> int:
+    """The command line's ``--seed``: 0 or more (compare, hunt and rollout alike)."""
+    if value < 0:
+        raise BadInput(f"--seed: must be 0 or more (got {value})")
+    return value
 
 
 #: The largest seed: a run's seed is a row of the ``to_pandas()`` tables, whose ``seed``

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from checks.drive import check_name
 from sim import checkcmd
-from sim.settings import BadInput
+from sim.settings import BadInput, first_seed
 from sim.signals import reraise_pending
 
 # `testbed` builds its parser from this module (add_hunt_parser): rich, pydantic and
@@ -168,8 +168,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     # Every input is checked before the search starts: a bad one costs no time.
     if not 1 <= args.budget <= MAX_BUDGET:
         raise BadInput(f"--budget: must be from 1 to {MAX_BUDGET:,} (got {args.budget})")
-    if args.seed < 0:
-        raise BadInput(f"--seed: must be 0 or more (got {args.seed})")
+    first_seed(args.seed)
     try:
         base = scenario.load(args.scenario)
     except BadInput as error:

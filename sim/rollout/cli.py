@@ -9,7 +9,7 @@ from checks.timing import check_timing
 from sim.rollout.config import load
 from sim.rollout.report import lint_json, lint_text, rollout_table
 from sim.rollout.runs import SCHEMA_VERSION, run_rollout
-from sim.settings import BadInput
+from sim.settings import at_most, first_seed
 
 __all__ = ["MAX_RUNS", "SCHEMA_VERSION", "lint_timing_command", "rollout_command"]
 
@@ -21,13 +21,9 @@ def rollout_command(args: argparse.Namespace) -> int:
     """Run the scenario over the seeds and print the report; 1 if an expectation failed."""
     scenario = load(args.scenario, args.sets)
     seed = scenario.seed if args.seed is None else args.seed
-    # The same form as compare's: the option, the rule, then the value given.
-    if seed < 0:
-        raise BadInput(f"--seed: must be 0 or more (got {seed})")
-    if args.runs < 1:
-        raise BadInput(f"--runs: must be at least 1 (got {args.runs:,})")
-    if args.runs > MAX_RUNS:
-        raise BadInput(f"--runs: must be at most {MAX_RUNS:,} (got {args.runs:,})")
+    # The same forms as compare's: the option, the rule, then the value given.
+    first_seed(seed)
+    at_most("--runs", args.runs, MAX_RUNS)
     runs = run_rollout(scenario, range(seed, seed + args.runs))
     if args.json:
         document = runs.to_json()
