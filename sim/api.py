@@ -27,9 +27,9 @@ from checks.drive import check_name
 from sim.compareopts import MAX_RUNS, RUNS_ENV
 from sim.frames import frame
 from sim.hunt.cli import DEFAULT_BUDGET, DEFAULT_SCENARIO, MAX_BUDGET
-from sim.hunt.search import CheckFactory, Found, HuntResult, Progress
+from sim.hunt.search import CheckFactory, Found, HuntResult, Progress, SpecChecks
 from sim.hunt.search import hunt as _hunt
-from sim.loader import CheckSetup, build_checks, load_checks, setups
+from sim.loader import CheckSetup, build_checks, setups
 from sim.publish.compare import RESULT_DTYPES, Comparison, OutcomeCounts, SeedRun
 from sim.publish.compare import compare as _compare
 from sim.publish.world import RunResult
@@ -260,16 +260,7 @@ def _whole(field: str, value: object, rule: str, most: int | None = None) -> int
 def _factory(check: CheckLike | CheckFactory) -> CheckFactory:
     """What builds the check for one world, from that world's ``[check]`` options."""
     if isinstance(check, str):
-        built: dict[tuple[tuple[str, Any], ...], Check] = {}
-
-        def from_spec(options: Mapping[str, Any]) -> Check:
-            # A world's options decide the check's timing: one build per distinct set.
-            key = tuple(sorted(options.items()))
-            if key not in built:
-                built[key] = load_checks([check], options)[0]
-            return built[key]
-
-        return from_spec
+        return SpecChecks(check)
     if _is_check(check):
         same = cast(Check, check)
         return lambda options: same  # an object runs as it is in every world

@@ -7,7 +7,6 @@ import json
 import shlex
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
 
-    from checks import Check
 
 EXIT_NOTHING_FOUND, EXIT_FOUND = 0, 1
 #: Version of the ``--json`` document (sim/schemas/hunt.schema.json).
@@ -140,22 +138,6 @@ def _check_spec(args: argparse.Namespace) -> tuple[str, str]:
     return spec, arg
 
 
-class _Checks:
-    """The check built once per distinct ``[check]`` options (a world's timing), then reused."""
-
-    def __init__(self, spec: str) -> None:
-        self.spec = spec
-        self.built: dict[tuple[tuple[str, Any], ...], Check] = {}
-
-    def __call__(self, options: Mapping[str, Any]) -> Check:
-        key = tuple(sorted(options.items()))
-        if key not in self.built:
-            from sim.loader import load_checks  # noqa: PLC0415 -- see the imports
-
-            self.built[key] = load_checks([self.spec], options)[0]
-        return self.built[key]
-
-
 def cmd_hunt(args: argparse.Namespace) -> int:
     """Hunt, write the files found, print the summary; exit 1 when anything was found."""
     # hypothesis loads only for a hunt, not for every `testbed` command.
@@ -174,7 +156,9 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     except BadInput as error:
         raise BadInput(f"--scenario: {error}") from None
     spec, check_arg = _check_spec(args)
-    checks = _Checks(spec)
+    from sim.hunt.search import SpecChecks  # noqa: PLC0415 -- see the imports
+
+    checks = SpecChecks(spec)
     name = check_name(checks(base.check.model_dump()))  # builds it once: a bad check stops here
     out = Path(args.out)
     check_out_dir(out)

@@ -31,6 +31,7 @@ from hypothesis.strategies import SearchStrategy
 from checks import Check, Event
 from sim.frames import FLOAT, OUTCOME, TEXT, frame
 from sim.hunt.space import World, apply, changes, worlds
+from sim.loader import load_checks
 from sim.publish.world import RunResult, run
 from sim.scenario import Scenario
 from sim.signals import reraise_pending
@@ -53,6 +54,21 @@ FOUND_DTYPES: Mapping[str, str] = MappingProxyType({
     "outcome": OUTCOME, "kind": TEXT, "changes": TEXT, "decided_at_s": FLOAT, "why": TEXT,
     "reason": TEXT,
 })
+
+
+class SpecChecks:
+    """A check spec as a ``CheckFactory``: built once per distinct ``[check]`` options (a
+    world's timing decides the check's), then reused (testbed hunt and ``sim.api.hunt``)."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.built: dict[tuple[tuple[str, Any], ...], Check] = {}
+
+    def __call__(self, options: Mapping[str, Any]) -> Check:
+        key = tuple(sorted(options.items()))
+        if key not in self.built:
+            self.built[key] = load_checks([self.spec], options)[0]
+        return self.built[key]
 
 
 @dataclass(frozen=True, slots=True)
