@@ -116,16 +116,14 @@ def _look(world: _World) -> RecordedLook:
 
 
 def _previous_release(world: _World) -> Generator[Any, Any, None]:
-    """Launch the previous release at time 0; autostop it before the publish if asleep."""
-    if world.previous is None:
-        return
+    """Launch a previous release that falls asleep at time 0, and autostop it before the
+    publish (``_start`` runs it only then)."""
+    assert world.previous is not None
     for machine in world.machines:
         machine.launch(world.previous)
-    assert world.scenario.previous is not None
-    if world.scenario.previous.asleep:
-        yield world.env.timeout(world.publish_at_s / 2)
-        for machine in world.machines:
-            machine.sleep()
+    yield world.env.timeout(world.publish_at_s / 2)
+    for machine in world.machines:
+        machine.sleep()
 
 
 def _on_stopped(world: _World) -> None:
