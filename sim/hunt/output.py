@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sim.hunt.search import WRONG, Found, HuntResult
-from sim.hunt.space import ASSUMED, changes, lookup
+from sim.hunt.space import ASSUMED, changes, changes_text, lookup, shown
 from sim.outputs import check_output, write_atomic
 from sim.scenario import validate
 from sim.settings import BadInput
@@ -54,15 +54,10 @@ def _toml_value(value: Any) -> str:
     return json.dumps(str(value), ensure_ascii=False)
 
 
-def _show(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
 def describe(result: HuntResult, found: Found) -> str:
     """The file's description: what the check did, why, what changed and what is assumed."""
     base = result.base
-    changed = changes(base, found.world)
-    diff = ", ".join(f"{k} = {_show(v)}" for k, v in changed) or "nothing (the base itself)"
+    diff = changes_text(base, found.world, " = ") or "nothing (the base itself)"
     wrong = {
         "missed": "passes a release that crashes (missed)",
         "false_alarm": "fails a release that does not crash (false_alarm)",
@@ -113,7 +108,7 @@ def scenario_toml(result: HuntResult, found: Found, name: str, check_arg: str) -
                 continue
             line = f"{field} = {_toml_value(value)}"
             if key in hunted and lookup(base, key) != value:
-                line += f"  # hunted ({base.name}: {_show(lookup(base, key))})"
+                line += f"  # hunted ({base.name}: {shown(lookup(base, key))})"
             body.append(line)
         # An empty [previous] still says "there is a previous release"; other empty tables go.
         if body or table == "previous":
@@ -188,7 +183,7 @@ def table(result: HuntResult, paths: list[Path], check_arg: str, at: int | None 
             f"no world fooled {result.check}: every verdict matched the ground truth", at)])
     rows = []
     for f, path in zip(result.found, paths, strict=True):
-        diff = ", ".join(f"{k}={_show(v)}" for k, v in changes(result.base, f.world)) or "(the base)"
+        diff = changes_text(result.base, f.world) or "(the base)"
         rows.append([f.outcome, f.diagnosis, diff, str(path)])
     found = Table(["outcome", "kind", "changed from the base", "file"], rows, prose=frozenset({2}))
     counts = " · ".join(f"{o} {sum(f.outcome == o for f in result.found)}" for o in WRONG)

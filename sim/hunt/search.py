@@ -30,7 +30,7 @@ from hypothesis.strategies import SearchStrategy
 
 from checks import Check, Event
 from sim.frames import FLOAT, OUTCOME, TEXT, frame
-from sim.hunt.space import World, apply, changes, worlds
+from sim.hunt.space import World, apply, changes_text, worlds
 from sim.loader import load_checks
 from sim.publish.world import RunResult, run
 from sim.scenario import Scenario
@@ -98,11 +98,8 @@ class HuntResult:
 
     def to_pandas(self) -> pd.DataFrame:
         """The worlds found as a DataFrame, in the order found (needs the ``pandas`` extra)."""
-        def shown(value: Any) -> str:
-            return f"{value:g}" if isinstance(value, float) else str(value)
-
         rows = [{"outcome": f.outcome, "kind": f.diagnosis, "decided_at_s": f.decided_at_s,
-                 "changes": ", ".join(f"{k}={shown(v)}" for k, v in changes(self.base, f.world)),
+                 "changes": changes_text(self.base, f.world),
                  "why": f.why, "reason": f.reason} for f in self.found]
         return frame(rows, FOUND_DTYPES)
 

@@ -143,6 +143,16 @@ def changes(base: Scenario, world: World) -> World:
     return tuple((key, value) for key, value in world if lookup(base, key) != value)
 
 
+def shown(value: Any) -> str:
+    """A world's value as the hunt prints it: floats without trailing zeros."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def changes_text(base: Scenario, world: World, equals: str = "=") -> str:
+    """``key=value, ...`` of what the hunt changed (empty for the base itself)."""
+    return ", ".join(f"{k}{equals}{shown(v)}" for k, v in changes(base, world))
+
+
 def apply(base: Scenario, world: World, name: str | None = None) -> Scenario:
     """The base scenario with the world's overrides, validated; no ``[expect]`` carried over."""
     raw = base.model_dump()
