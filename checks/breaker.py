@@ -205,10 +205,9 @@ class CircuitBreakerCheck:
         latest = looks[-1]
         threshold = self.threshold_for(len(latest.machines))
         key = (self, publish_started_ms)
-        resumed = _TALLIES.take(key, looks)
-        tally, done = resumed if resumed is not None else (_Tally(), 0)
+        tally, unseen = _TALLIES.resume(key, looks, _Tally)
         healthy_after_ms = self.healthy_after_s * 1000
-        for look in looks[done:]:
+        for look in unseen:
             tally.see(look, publish_started_ms, healthy_after_ms)
         if threshold != tally.threshold:
             tally.restart(threshold)

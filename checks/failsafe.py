@@ -45,15 +45,14 @@ def lost_machines(name: str, looks: Sequence[Look]) -> Verdict | None:
             layer="no-machines",
         )
     before = looks[:-1]
-    resumed = _SEEN.take(None, before)
-    seen, done = resumed if resumed is not None else ({}, 0)
-    first_seen(before[done:], seen)
+    # No check object here: the ids seen depend on the looks alone, so every check shares them.
+    seen, unseen = _SEEN.resume(None, before, dict)
+    first_seen(unseen, seen)
     present = {m.id for m in latest.machines}
-    missing = seen.keys() - present
-    if not missing:
+    machine_id = next((key for key in seen if key not in present), None)
+    if machine_id is None:
         _SEEN.keep(None, before, seen)
         return None
-    machine_id = next(key for key in seen if key in missing)
     return Verdict(
         False,
         f"{name}: machine {machine_id}, seen at {seen[machine_id]} ms, is missing from "

@@ -175,9 +175,8 @@ class FlyctlSmokeCheck:
         # Keyed by the publish time too: a read times out counting from it, so another
         # publish time can end the fold at an earlier look (hypothesis found it).
         key = (self, publish_started_ms)
-        resumed = _READS.take(key, looks)
-        reads, done = resumed if resumed is not None else (_Reads(looks[0]), 0)
-        for look in looks[done:]:
+        reads, unseen = _READS.resume(key, looks, lambda: _Reads(looks[0]))
+        for look in unseen:
             if verdict := self._read(reads, look, publish_started_ms):
                 return verdict
         step = self._wait(reads, looks[-1], publish_started_ms)

@@ -14,14 +14,15 @@ costs a pointer per past look, not a visit per snapshot.
 
 One memo slot per thread (``threading.local``): the simulator drives one check at a
 time in a thread, and threads that share a check object never share its state. A
-caller takes the state out (the slot is empty while it folds, so an exception halfway
-leaves nothing half-folded behind) and puts it back only when the drive goes on.
+caller takes the state out (``resume``: the slot is empty while it folds, so an exception
+halfway leaves nothing half-folded behind) and puts it back (``keep``) only when the drive
+goes on.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 from checks.model import Look
@@ -51,6 +52,17 @@ class LookMemo(Generic[S]):
         if done > len(looks) or kept_key != key or folded != list(looks[:done]):
             return None
         return state, done
+
+    def resume(self, key: object, looks: Sequence[Look], fresh: Callable[[], S]) -> tuple[S, Sequence[Look]]:
+        """The state to fold ``looks`` into and the looks still to fold, as ``take`` rules.
+
+        The kept state and the looks after those it folded, or ``fresh()`` and every look.
+        """
+        resumed = self.take(key, looks)
+        if resumed is None:
+            return fresh(), looks
+        state, done = resumed
+        return state, looks[done:]
 
     def keep(self, key: object, looks: Sequence[Look], state: S) -> None:
         """Remember ``state`` as the fold of every look in ``looks`` under ``key``."""

@@ -149,17 +149,15 @@ class MinHealthyTimeCheck:
             return lost
         need_ms = self.min_healthy_s * 1000
         key = (self, publish_started_ms)
-        resumed = _FOLDS.take(key, looks)
-        fold, done = resumed if resumed is not None else (_Fold(publish_started_ms), 0)
-        for look in looks[done:]:
+        fold, unseen = _FOLDS.resume(key, looks, lambda: _Fold(publish_started_ms))
+        for look in unseen:
             fold.see(look, publish_started_ms, need_ms)
-        step = self._judge(fold, publish_started_ms, looks)
+        step = self._judge(fold, publish_started_ms, looks, need_ms)
         if isinstance(step, Wait):
             _FOLDS.keep(key, looks, fold)
         return step
 
-    def _judge(self, fold: _Fold, publish_started_ms: int, looks: Sequence[Look]) -> Step:
-        need_ms = self.min_healthy_s * 1000
+    def _judge(self, fold: _Fold, publish_started_ms: int, looks: Sequence[Look], need_ms: float) -> Step:
         runs, last_progress_ms = fold.runs, fold.last_progress_ms
         latest = looks[-1]
         judged = [(m, runs[m.id]) for m in latest.machines if runs[m.id].touched]

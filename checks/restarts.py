@@ -65,15 +65,14 @@ class RestartCounterCheck:
             return Wait(0.0)
         if lost := lost_machines(self.name, looks):
             return lost
-        # The watch depends on the looks alone (not on the options or the publish time).
-        resumed = _WATCHES.take(None, looks)
-        watch, done = resumed if resumed is not None else (_Watch(), 0)
-        for look in looks[done:]:
+        key = (self, publish_started_ms)
+        watch, unseen = _WATCHES.resume(key, looks, _Watch)
+        for look in unseen:
             if verdict := self._see(watch, look, publish_started_ms):
                 return verdict
         step = self._judge(watch.started_at, publish_started_ms, looks)
         if isinstance(step, Wait):
-            _WATCHES.keep(None, looks, watch)
+            _WATCHES.keep(key, looks, watch)
         return step
 
     def _see(self, watch: _Watch, look: Look, publish_started_ms: int) -> Verdict | None:
