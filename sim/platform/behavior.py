@@ -23,6 +23,11 @@ def boot_s(app: AppTable, platform_boot_s: float) -> float:
     return app.slow_boot_s if app.behavior == "slow_boot" else platform_boot_s
 
 
+def stays_up(app: AppTable) -> bool:
+    """True when the app never exits on its own: ``next_exit`` is None, and draws nothing."""
+    return app.behavior in ("healthy", "slow_boot")
+
+
 def steady_exit(app: AppTable) -> Exit | None:
     """The exit every start ends in, before jitter, when it is the same for every start.
 

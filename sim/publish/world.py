@@ -172,10 +172,13 @@ def _publish(
     world: _World, check: Check | None, launch_previous: bool = False
 ) -> Generator[Any, Any, None]:
     env = world.env
+    publish = env.timeout(world.publish_at_s)
     if launch_previous and world.previous is not None:
+        # After the publish's timeout, as the previous release's own process did: its
+        # machines' boots come after it in the same instant (``launch``'s at_once).
         for machine in world.machines:
-            machine.launch(world.previous)
-    yield env.timeout(world.publish_at_s)
+            machine.launch(world.previous, at_once=True)
+    yield publish
     start_stopped = world.scenario.publish.start_stopped
     for machine in world.machines:
         if machine.state == "created":
