@@ -206,22 +206,27 @@ class Machine:
     def _boot_and_stay(self, image: Image) -> None:
         """``_begin`` for an app that never exits: one timeout to the boot's end, no process.
 
-        The life's first step, done now: the same jitter draw and boot time. A process
-        would do it one SimPy step later, so this is only for a caller that scheduled
-        everything the process's first step would have come after (``launch``). Then the
-        machine reads started and stays up, as a parked life does (measured: ~4 us of the
-        incident world's run, its previous release).
+        The life's first step, done now: the same jitter draw (``_first_draw``) and boot
+        time. A process would do it one SimPy step later, so this is only for a caller that
+        scheduled everything the process's first step would have come after (``launch``).
+        Then the machine reads started and stays up, as a parked life does. Kept because a
+        benchmark needs it: without it the incident world (its previous release) measured
+        1.44-1.46x bare SimPy, with it 1.38-1.40x (``benchmarks/bench_core.py``, ~7 us a run).
         """
         self.image = image
         self._set_state("starting")
-        platform = self.platform
-        jitter = platform.jitter
+        jitter = self.platform.jitter
+        boot = behavior.boot_s(image.app, self.platform.boot_s)
+        self._boot = self.env.timeout(boot * (1.0 + (-jitter + 2 * jitter * self._first_draw())))
+        self._boot.callbacks.append(self._booted)
+
+    def _first_draw(self) -> float:
+        """The first boot's jitter draw: the one a stopped quiet restart left unused
+        (``_spare_draw``), else a new one."""
         drawn, self._spare_draw = self._spare_draw, None
         if drawn is None:
-            drawn = self.rng.random() if jitter else 0.0
-        boot = behavior.boot_s(image.app, platform.boot_s)
-        self._boot = self.env.timeout(boot * (1.0 + (-jitter + 2 * jitter * drawn)))
-        self._boot.callbacks.append(self._booted)
+            drawn = self.rng.random() if self.platform.jitter else 0.0
+        return drawn
 
     def _booted(self, _event: simpy.Event) -> None:
         self._boot = None
@@ -336,9 +341,7 @@ class Machine:
         steady = behavior.steady_exit(app)
         base, exit_code, oom_killed = steady if steady is not None else (0.0, 0, False)
         starts, restart_at = 0, -1.0  # restart_at: when a quiet restart's delay ends
-        drawn, self._spare_draw = self._spare_draw, None
-        if drawn is None:
-            drawn = random() if jitter else 0.0
+        drawn = self._first_draw()
         try:
             while True:
                 booting = boot * (1.0 + (low + span * drawn))
