@@ -35,12 +35,12 @@ from typing import Any
 
 import simpy
 
-from checks import Look, Step, Verdict, Wait, make_check
-from sim import scenario as scenarios
-from sim.publish.gcpause import gc_paused
-from sim.publish.world import run
-from sim.scenario import Scenario
-from sim.sweep import SweepResult, load_sweep, run_sweep
+from platform_testbed.checks import Look, Step, Verdict, Wait, make_check
+from platform_testbed.sim.config import scenario as scenarios
+from platform_testbed.sim.config.scenario import Scenario
+from platform_testbed.sim.publish.gcpause import gc_paused
+from platform_testbed.sim.publish.world import run
+from platform_testbed.sim.sweep import SweepResult, load_sweep, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -26,11 +26,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from checks import BUILTIN_CHECKS, Look, make_check
-from checks.protocol import Check, Step
-from sim import scenario as scenarios
-from sim.publish.gcpause import gc_paused
-from sim.publish.world import run_checks
+from platform_testbed.checks import BUILTIN_CHECKS, Look, make_check
+from platform_testbed.checks.protocol import Check, Step
+from platform_testbed.sim.config import scenario as scenarios
+from platform_testbed.sim.publish.gcpause import gc_paused
+from platform_testbed.sim.publish.world import run_checks
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import bare_world

@@ -1,7 +1,7 @@
 """How long ``testbed`` takes to start: a shell's Tab, ``--help`` and ``--version``.
 
 Run: ``.venv/bin/python benchmarks/bench_startup.py [SOURCE_ROOT]`` (default: this
-checkout). Each case runs ``python -m sim`` in a fresh process, as a shell would, once to
+checkout). Each case runs ``python -m platform_testbed`` in a fresh process, as a shell would, once to
 warm the file cache and then ``--runs`` times (default 10); it prints the median and the
 fastest wall time of each, and the median over that of a bare ``python -c pass`` (the
 interpreter's own start, which no change here can remove). A Tab is argcomplete's
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def cases(answer: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
-    """Name -> (arguments after ``python -m sim``, extra environment)."""
+    """Name -> (arguments after ``python -m platform_testbed``, extra environment)."""
     line = "testbed compare sept"
     tab = {"_ARGCOMPLETE": "1", "_ARGCOMPLETE_IFS": "\n", "COMP_LINE": line,
            "COMP_POINT": str(len(line)), "_ARGCOMPLETE_STDOUT_FILENAME": str(answer)}
@@ -38,9 +38,9 @@ def cases(answer: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
 
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
-    """Wall seconds of one ``python -m sim ARGV`` run (it must exit 0); ``python -c pass``
+    """Wall seconds of one ``python -m platform_testbed ARGV`` run (it must exit 0); ``python -c pass``
     for no ARGV and no completion request."""
-    command = ["-m", "sim", *argv] if argv or "_ARGCOMPLETE" in env else ["-c", "pass"]
+    command = ["-m", "platform_testbed", *argv] if argv or "_ARGCOMPLETE" in env else ["-c", "pass"]
     started = time.perf_counter()
     done = subprocess.run([sys.executable, *command], env=env, cwd=cwd,
                           capture_output=True, check=False)

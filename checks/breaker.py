@@ -6,14 +6,14 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from checks.failsafe import lost_machines
-from checks.memo import LookMemo
-from checks.minhealthy import newest_start_ms
-from checks.model import Look, MachineSnapshot, Verdict, Wait
-from checks.options import COUNT, INTERVAL, SECONDS, refuse_out_of_range
-from checks.protocol import Step
-from checks.reasons import describe
-from checks.started import wait_at_least
+from .failsafe import lost_machines
+from .memo import LookMemo
+from .minhealthy import newest_start_ms
+from .model import Look, MachineSnapshot, Verdict, Wait
+from .options import COUNT, INTERVAL, SECONDS, refuse_out_of_range
+from .protocol import Step
+from .reasons import describe
+from .started import wait_at_least
 
 #: ECS clamps its computed threshold to this range.
 ECS_MIN_THRESHOLD = 3

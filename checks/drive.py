@@ -32,8 +32,8 @@ import threading
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from checks.model import Look, Verdict, Wait
-from checks.protocol import Check
+from .model import Look, Verdict, Wait
+from .protocol import Check
 
 #: A check that keeps asking for looks without deciding is a broken check, not a slow one.
 #: ``TESTBED_MAX_LOOKS`` (the CLI's ``--max-looks``) changes it.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from checks.memo import LookMemo
-from checks.model import Look, Verdict
+from .memo import LookMemo
+from .model import Look, Verdict
 
 #: Every machine id seen in the looks before the newest, at the first look that had it
 #: (in the order the looks list them), kept between calls (see ``checks.memo``).

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from checks.model import Event, MachineSnapshot
+from .model import Event, MachineSnapshot
 
 
 class RecordingError(ValueError):

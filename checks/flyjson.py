@@ -75,8 +75,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from checks.drive import drive
-from checks.flyapi import (
+from .drive import drive
+from .flyapi import (
     Reader,
     RecordingError,
     event_to_api,
@@ -88,8 +88,8 @@ from checks.flyapi import (
     parse_rfc3339_ms,
     show_json,
 )
-from checks.model import Look, MachineSnapshot, Verdict
-from checks.protocol import Check
+from .model import Look, MachineSnapshot, Verdict
+from .protocol import Check
 
 # The API objects of one machine are read and written by ``checks.flyapi``; its public
 # names stay importable from here, where recordings are described.

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
-from checks.model import Look
+from .model import Look
 
 S = TypeVar("S")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from checks.model import Look, Verdict, Wait
+from .model import Look, Verdict, Wait
 
 Step = Wait | Verdict
 

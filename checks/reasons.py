@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checks.model import MachineSnapshot
+from .model import MachineSnapshot
 
 
 def since(ms: int, publish_started_ms: int) -> str:

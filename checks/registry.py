@@ -6,12 +6,12 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from checks.breaker import CircuitBreakerCheck
-from checks.flyctl import FlyctlSmokeCheck
-from checks.layered import CountCheck, TimestampCheck
-from checks.minhealthy import MinHealthyTimeCheck
-from checks.protocol import Check
-from checks.restarts import RestartCounterCheck
+from .breaker import CircuitBreakerCheck
+from .flyctl import FlyctlSmokeCheck
+from .layered import CountCheck, TimestampCheck
+from .minhealthy import MinHealthyTimeCheck
+from .protocol import Check
+from .restarts import RestartCounterCheck
 
 BUILTIN_CHECKS: dict[str, type[Any]] = {
     "count": CountCheck,

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from checks.failsafe import lost_machines
-from checks.memo import LookMemo
-from checks.model import Look, MachineSnapshot, Verdict, Wait
-from checks.options import INTERVAL, SECONDS, refuse_out_of_range
-from checks.protocol import Step
-from checks.reasons import describe, since
-from checks.started import awaiting, wait_at_least
+from .failsafe import lost_machines
+from .memo import LookMemo
+from .model import Look, MachineSnapshot, Verdict, Wait
+from .options import INTERVAL, SECONDS, refuse_out_of_range
+from .protocol import Step
+from .reasons import describe, since
+from .started import awaiting, wait_at_least
 
 
 class _Watch:

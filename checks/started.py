@@ -6,8 +6,8 @@ import math
 from collections.abc import Sequence
 from typing import Protocol
 
-from checks.model import Look, Verdict, Wait
-from checks.reasons import describe
+from .model import Look, Verdict, Wait
+from .reasons import describe
 
 
 class AwaitsStart(Protocol):

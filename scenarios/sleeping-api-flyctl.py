@@ -2,7 +2,7 @@
 
 import sys
 
-from sim.cli import main
+from platform_testbed.sim.cli.parser import main
 
 if __name__ == "__main__":
     sys.exit(main(["compare", "sleeping-api-flyctl", *sys.argv[1:]]))

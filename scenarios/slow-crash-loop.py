@@ -2,7 +2,7 @@
 
 import sys
 
-from sim.cli import main
+from platform_testbed.sim.cli.parser import main
 
 if __name__ == "__main__":
     sys.exit(main(["compare", "slow-crash-loop", *sys.argv[1:]]))

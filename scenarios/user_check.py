@@ -10,7 +10,7 @@ is built with the scenario's [check] options it accepts plus ``--check-opt`` val
 
 from dataclasses import dataclass
 
-from checks import Verdict, Wait
+from platform_testbed.checks import Verdict, Wait
 
 
 @dataclass(frozen=True)

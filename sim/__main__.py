@@ -1,7 +1,7 @@
-"""``python -m sim`` is the ``testbed`` command."""
+"""``python -m platform_testbed.sim`` is the ``testbed`` command (so is ``python -m platform_testbed``)."""
 
 import sys
 
-from sim.launch import main
+from platform_testbed.sim.cli.launch import main
 
 sys.exit(main())

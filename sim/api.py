@@ -10,7 +10,7 @@ parameter, judged before any scenario loads; trouble inside a spec, an override 
 is the one line the command line prints. One spec or override may stand for a list of one.
 
 The test kit for a check of your own is re-exported too: ``App``, ``world`` and
-``drive_world`` (``sim.testing``), ``worlds`` and ``assert_guarantee`` (``sim.strategies``).
+``drive_world`` (``sim.kit.testing``), ``worlds`` and ``assert_guarantee`` (``sim.kit.strategies``).
 """
 
 from __future__ import annotations
@@ -22,30 +22,38 @@ from numbers import Integral
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from checks import Check, Look, Verdict, Wait
-from checks.drive import check_name
-from sim.compareopts import MAX_RUNS, RUNS_ENV
-from sim.frames import frame
-from sim.hunt.cli import DEFAULT_BUDGET, DEFAULT_SCENARIO, MAX_BUDGET
-from sim.hunt.search import CheckFactory, Found, HuntResult, Progress, SpecChecks
-from sim.hunt.search import hunt as _hunt
-from sim.loader import CheckSetup, build_checks, setups
-from sim.publish.compare import RESULT_DTYPES, Comparison, OutcomeCounts, SeedRun
-from sim.publish.compare import compare as _compare
-from sim.publish.world import RunResult
-from sim.publish.world import run as _run
-from sim.rollout.config import RolloutScenario
-from sim.rollout.config import load as _load_rollout
-from sim.rollout.result import RolloutResult
-from sim.rollout.runs import RolloutRuns, run_rollout
-from sim.scenario import Scenario, load
-from sim.settings import MAX_SEED, BadInput, at_most, env_limit, seed_value, seed_values, validated
-from sim.strategies import GuaranteeBroken, assert_guarantee, worlds
-from sim.sweep.file import Sweep, SweepFile, from_spec, load_sweep
-from sim.sweep.output import SweepSummary, summarise
-from sim.sweep.run import run_sweep
-from sim.sweep.units import Row, columns
-from sim.testing import App, drive_world, world
+from platform_testbed.checks import Check, Look, Verdict, Wait
+from platform_testbed.checks.drive import check_name
+from platform_testbed.sim.checkload.loader import CheckSetup, build_checks, setups
+from platform_testbed.sim.cli.compareopts import MAX_RUNS, RUNS_ENV
+from platform_testbed.sim.cli.hunt import DEFAULT_BUDGET, DEFAULT_SCENARIO, MAX_BUDGET
+from platform_testbed.sim.config.scenario import Scenario, load
+from platform_testbed.sim.config.settings import (
+    MAX_SEED,
+    BadInput,
+    at_most,
+    env_limit,
+    seed_value,
+    seed_values,
+    validated,
+)
+from platform_testbed.sim.hunt.search import CheckFactory, Found, HuntResult, Progress, SpecChecks
+from platform_testbed.sim.hunt.search import hunt as _hunt
+from platform_testbed.sim.kit.strategies import GuaranteeBroken, assert_guarantee, worlds
+from platform_testbed.sim.kit.testing import App, drive_world, world
+from platform_testbed.sim.publish.compare import RESULT_DTYPES, Comparison, OutcomeCounts, SeedRun
+from platform_testbed.sim.publish.compare import compare as _compare
+from platform_testbed.sim.publish.world import RunResult
+from platform_testbed.sim.publish.world import run as _run
+from platform_testbed.sim.rollout.config import RolloutScenario
+from platform_testbed.sim.rollout.config import load as _load_rollout
+from platform_testbed.sim.rollout.result import RolloutResult
+from platform_testbed.sim.rollout.runs import RolloutRuns, run_rollout
+from platform_testbed.sim.runtime.frames import frame
+from platform_testbed.sim.sweep.file import Sweep, SweepFile, from_spec, load_sweep
+from platform_testbed.sim.sweep.output import SweepSummary, summarise
+from platform_testbed.sim.sweep.run import run_sweep
+from platform_testbed.sim.sweep.units import Row, columns
 
 if TYPE_CHECKING:
     import pandas as pd

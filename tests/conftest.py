@@ -5,7 +5,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-from sim.show.table import DEFAULT_WIDTH
+from platform_testbed.sim.show.table import DEFAULT_WIDTH
 
 settings.register_profile("ci", max_examples=60, deadline=None, print_blob=True)
 settings.register_profile(

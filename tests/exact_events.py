@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checks.model import Event, Verdict
+from platform_testbed.checks.model import Event, Verdict
 
 T0 = 1_000_000
 

@@ -32,7 +32,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from checks.model import Event
+from platform_testbed.checks.model import Event
 
 #: One event a transition writes: (type, status, source, carries the exit fields).
 Spec = tuple[str, str, str, bool]

@@ -7,15 +7,15 @@ import re
 
 import pytest
 
-from checks import BUILTIN_CHECKS, Verdict, Wait
-from checks.timing import check_timing
-from sim import api
-from sim.cli import main
-from sim.hunt import search
-from sim.loader import load_checks
-from sim.publish.world import run as world_run
-from sim.rollout import world as rollout_world
-from sim.sweep import load_sweep, run_sweep
+from platform_testbed.checks import BUILTIN_CHECKS, Verdict, Wait
+from platform_testbed.checks.timing import check_timing
+from platform_testbed.sim import api
+from platform_testbed.sim.checkload.loader import load_checks
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.hunt import search
+from platform_testbed.sim.publish.world import run as world_run
+from platform_testbed.sim.rollout import world as rollout_world
+from platform_testbed.sim.sweep import load_sweep, run_sweep
 
 SEPT25 = "sept25-crash-loop"
 
@@ -181,7 +181,7 @@ def test_bad_input_is_one_line_naming_what_was_wrong(call, message):
     assert "\n" not in str(raised.value)
 
 
-# The seed rule of sim.settings.seed_value: a whole number (not a bool) from 0 to MAX_SEED,
+# The seed rule of sim.config.settings.seed_value: a whole number (not a bool) from 0 to MAX_SEED,
 # the largest a to_pandas() table's Int64 seed column holds.
 SEED_RULE = "must be a whole number from 0 to 2**63 - 1"
 NO_SUCH = "no-such-world"  # a scenario that does not load: bad arguments are judged first

@@ -3,7 +3,7 @@
 The doors: ``--check-opt`` on the command line, a scenario file's ``[check]`` table, and
 ``sim.api.compare(..., options=...)``. The ranges of ``--check-opt`` and ``options=`` are the
 checks' own (checks/options.py); a scenario's ``[check]`` table (look_delay_s,
-start_timeout_s, poll_s) is judged first by the scenario's own schema (sim/scenario.py
+start_timeout_s, poll_s) is judged first by the scenario's own schema (sim/config/scenario.py
 ``CheckTable``, stricter: every value > 0), whichever check runs.
 """
 
@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from checks import BUILTIN_CHECKS
-from checks.options import declared_range
-from sim import api
-from sim.cli import main
-from sim.scenario import BadInput
+from platform_testbed.checks import BUILTIN_CHECKS
+from platform_testbed.checks.options import declared_range
+from platform_testbed.sim import api
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.config.scenario import BadInput
 
 SCENARIO = "sept25-crash-loop"
 
@@ -43,8 +43,8 @@ def no_world(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_: Any, **__: Any) -> Any:
         raise AssertionError("a world ran before the options were checked")
 
-    monkeypatch.setattr("sim.publish.compare.run_checks", refuse)
-    monkeypatch.setattr("sim.publish.world.run_checks", refuse)
+    monkeypatch.setattr("platform_testbed.sim.publish.compare.run_checks", refuse)
+    monkeypatch.setattr("platform_testbed.sim.publish.world.run_checks", refuse)
 
 
 @pytest.mark.usefixtures("no_world")

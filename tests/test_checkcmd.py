@@ -14,11 +14,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from checks import Event, Look, MachineSnapshot, Verdict, Wait, make_check
-from checks.flyjson import replay
-from checks.layered import TimestampCheck
-from sim import scenario
-from sim.checkcmd import (
+from platform_testbed.checks import Event, Look, MachineSnapshot, Verdict, Wait, make_check
+from platform_testbed.checks.flyjson import replay
+from platform_testbed.checks.layered import TimestampCheck
+from platform_testbed.sim.checkcmd import (
     AnswerError,
     CommandCheck,
     ExternalCheckError,
@@ -26,9 +25,10 @@ from sim.checkcmd import (
     parse_answer,
     schema,
 )
-from sim.cli import main
-from sim.loader import load_checks
-from sim.publish.world import run
+from platform_testbed.sim.checkload.loader import load_checks
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.config import scenario
+from platform_testbed.sim.publish.world import run
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMESTAMP_JS = ROOT / "examples" / "checks" / "timestamp.js"

@@ -8,12 +8,12 @@ from dataclasses import dataclass, replace
 from hypothesis import Phase, event, example, find, given, note, seed, settings
 from hypothesis import strategies as st
 
-from checks import CountCheck, Event, LayeredCheck, Look, TimestampCheck, Verdict, Wait
-from sim.platform.profiles import PROFILES
-from sim.testing import PUBLISH_MS as FLEET_PUBLISH_MS
-from sim.testing import App, Run, crash_loop, drive, drive_world, look_at, snapshot_at
-from sim.testing import World as FleetWorld
-from sim.testing import world as lay_out
+from platform_testbed.checks import CountCheck, Event, LayeredCheck, Look, TimestampCheck, Verdict, Wait
+from platform_testbed.sim.config.profiles import PROFILES
+from platform_testbed.sim.kit.testing import PUBLISH_MS as FLEET_PUBLISH_MS
+from platform_testbed.sim.kit.testing import App, Run, crash_loop, drive, drive_world, look_at, snapshot_at
+from platform_testbed.sim.kit.testing import World as FleetWorld
+from platform_testbed.sim.kit.testing import world as lay_out
 
 PUBLISH_MS = 1_000_000
 
@@ -217,7 +217,7 @@ def test_snapshot_at_caps_and_orders_newest_first():
 #
 # Each machine runs the new release its own way: stays up, crash-loops with a non-zero
 # exit, is OOM-killed, or exits cleanly (0); under on-failure with few retries the
-# platform gives up on it. ``sim.testing.world`` lays out every machine's full, uncapped
+# platform gives up on it. ``sim.kit.testing.world`` lays out every machine's full, uncapped
 # history, so a property can judge a verdict against what really happened.
 
 LAYERS = ("look-twice", "gave-up", "crashes-since-publish")

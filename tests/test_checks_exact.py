@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from checks import (
+from platform_testbed.checks import (
     CountCheck,
     Event,
     Look,
@@ -23,11 +23,11 @@ from checks import (
     Wait,
     make_check,
 )
-from checks.drive import CheckFailed, check_name, drive
-from checks.failsafe import lost_machines
-from checks.layered import LayeredCheck
-from checks.reasons import describe, since
-from checks.started import await_started, first_all_started, wait_at_least
+from platform_testbed.checks.drive import CheckFailed, check_name, drive
+from platform_testbed.checks.failsafe import lost_machines
+from platform_testbed.checks.layered import LayeredCheck
+from platform_testbed.checks.reasons import describe, since
+from platform_testbed.checks.started import await_started, first_all_started, wait_at_least
 from tests.exact_events import T0, crash, decided, start
 
 LAUNCH = Event("launch", "created", T0 - 60_000, "user")

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from checks.drive import LOOK_TIMEOUT_S, CheckFailed, Interrupt, call_check, drive, limits
-from checks.model import Look, Verdict, Wait
+from platform_testbed.checks.drive import LOOK_TIMEOUT_S, CheckFailed, Interrupt, call_check, drive, limits
+from platform_testbed.checks.model import Look, Verdict, Wait
 from tests.exact_events import T0
 
 

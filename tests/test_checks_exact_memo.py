@@ -9,11 +9,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 
-from checks import Event, Look, MachineSnapshot, Verdict, make_check
-from checks.breaker import CircuitBreakerCheck
-from checks.failsafe import first_seen
-from checks.memo import LookMemo
-from checks.protocol import Check, Step
+from platform_testbed.checks import Event, Look, MachineSnapshot, Verdict, make_check
+from platform_testbed.checks.breaker import CircuitBreakerCheck
+from platform_testbed.checks.failsafe import first_seen
+from platform_testbed.checks.memo import LookMemo
+from platform_testbed.checks.protocol import Check, Step
 from tests.exact_events import T0, crash, decided, start
 
 

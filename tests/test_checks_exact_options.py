@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from checks import BUILTIN_CHECKS, CircuitBreakerCheck, CountCheck, FlyctlSmokeCheck
-from checks.options import (
+from platform_testbed.checks import BUILTIN_CHECKS, CircuitBreakerCheck, CountCheck, FlyctlSmokeCheck
+from platform_testbed.checks.options import (
     COUNT,
     INTERVAL,
     RANGE_KEY,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from checks import (
+from platform_testbed.checks import (
     CircuitBreakerCheck,
     Event,
     FlyctlSmokeCheck,
@@ -18,9 +18,9 @@ from checks import (
     Verdict,
     Wait,
 )
-from checks.breaker import ecs_threshold, failed_starts, healthy_tasks
-from checks.flyctl import is_constantly_restarting, most_recent_start_after_launch
-from checks.minhealthy import newest_start_ms
+from platform_testbed.checks.breaker import ecs_threshold, failed_starts, healthy_tasks
+from platform_testbed.checks.flyctl import is_constantly_restarting, most_recent_start_after_launch
+from platform_testbed.checks.minhealthy import newest_start_ms
 from tests.exact_events import T0, crash, decided, start
 
 UPDATE = Event("update", "replaced", T0, "user")

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from checks import Event, Look, MachineSnapshot, Verdict, make_check
-from checks.failsafe import lost_machines
+from platform_testbed.checks import Event, Look, MachineSnapshot, Verdict, make_check
+from platform_testbed.checks.failsafe import lost_machines
 from tests.exact_events import T0
 from tests.test_checks_exact_memo import from_scratch
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from checks import (
+from platform_testbed.checks import (
     CircuitBreakerCheck,
     CountCheck,
     Event,
@@ -15,7 +15,7 @@ from checks import (
     Verdict,
     Wait,
 )
-from checks.failsafe import lost_machines
+from platform_testbed.checks.failsafe import lost_machines
 
 T0 = 1_000_000
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 
-from checks import BUILTIN_CHECKS, Event, Look, MachineSnapshot, Verdict, make_check
+from platform_testbed.checks import BUILTIN_CHECKS, Event, Look, MachineSnapshot, Verdict, make_check
 from tests.test_checks_exact_memo import STILL_WAITING, visits_per_call, waiting_looks
 
 PUBLISH_MS = 1_000_000

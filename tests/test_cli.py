@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from checks import BUILTIN_CHECKS
-from sim import scenario
-from sim.cli import main
-from sim.scenario import OUTCOMES
+from platform_testbed.checks import BUILTIN_CHECKS
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.config import scenario
+from platform_testbed.sim.config.scenario import OUTCOMES
 
 
 def _testbed(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "sim", *args], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "platform_testbed", *args], capture_output=True, text=True, check=False
     )
 
 
@@ -128,7 +128,7 @@ def test_user_check_that_raises_is_an_error_outcome_not_a_traceback(tmp_path: Pa
         "    def next(self, publish_started_ms, looks):\n        raise RuntimeError('kaput')\n"
     )
     done = subprocess.run(
-        [sys.executable, "-m", "sim", "compare", "sept25-crash-loop", "--check", "timestamp",
+        [sys.executable, "-m", "platform_testbed", "compare", "sept25-crash-loop", "--check", "timestamp",
          "--check", "mycheck:Boom", "--json"],
         capture_output=True, text=True, check=False, env={"PYTHONPATH": str(tmp_path)},
     )

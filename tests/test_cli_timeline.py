@@ -9,10 +9,10 @@ import pytest
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
-from sim import scenario
-from sim.cli import main
-from sim.show.explore import traced_runs
-from sim.show.plot import compare_timelines
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.config import scenario
+from platform_testbed.sim.show.explore import traced_runs
+from platform_testbed.sim.show.plot import compare_timelines
 
 
 def test_timeline_is_written_and_stdout_stays_json(

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from checks import BUILTIN_CHECKS
-from sim import completion, scenario
-from sim.cli import build_parser, main
+from platform_testbed.checks import BUILTIN_CHECKS
+from platform_testbed.sim.cli import completion
+from platform_testbed.sim.cli.parser import build_parser, main
+from platform_testbed.sim.config import scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,7 +51,7 @@ def _complete(line: str, tmp_path: Path) -> list[str]:
     env = {**os.environ, "_ARGCOMPLETE": "1", "_ARGCOMPLETE_IFS": "\n", "COMP_LINE": line,
            "COMP_POINT": str(len(line)), "_ARGCOMPLETE_STDOUT_FILENAME": str(answer),
            "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "sim"], env=env, cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-m", "platform_testbed"], env=env, cwd=tmp_path,
                           capture_output=True, text=True, check=False, timeout=60)
     assert done.returncode == 0, done.stderr
     return [c.strip() for c in answer.read_text().splitlines()]

@@ -31,7 +31,7 @@ def test_every_python_block_of_the_api_doc_is_followed_by_its_output():
 
 def test_every_function_of_the_front_door_is_in_the_api_docs_table():
     """Each public function of sim.api, bar the test kit's, has its row in the doc's table."""
-    from sim import api  # noqa: PLC0415
+    from platform_testbed.sim import api  # noqa: PLC0415
 
     kit = {"assert_guarantee", "drive_world", "world", "worlds"}  # your-check.md's
     functions = {name for name in api.__all__

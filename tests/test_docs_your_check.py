@@ -5,7 +5,7 @@ into it, as a reader in a checkout has it):
 
 - ```` ```python FILE ```` is saved as FILE and imported (later blocks import it too);
 - ```` ```python ```` runs in one namespace shared by all python blocks;
-- ```` ```sh ```` lines are ``testbed …`` commands, run through ``sim.cli.main``; each ends
+- ```` ```sh ```` lines are ``testbed …`` commands, run through ``sim.cli.parser.main``; each ends
   with ``# exits N`` (0 or 1) and must exit so;
 - ```` ```text ```` is the stdout of the block just above it (a python block, or the sh
   block's last command), compared exactly;
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.cli import main
+from platform_testbed.sim.cli.parser import main
 from tests.doc_blocks import blocks, run_python
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from checks import Event
-from sim.platform.eventlog import EventLog
+from platform_testbed.checks import Event
+from platform_testbed.sim.platform.eventlog import EventLog
 
 
 class CappedEventList(RuleBasedStateMachine):

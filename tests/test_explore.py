@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import matplotlib
 
-from checks import BUILTIN_CHECKS
+from platform_testbed.checks import BUILTIN_CHECKS
 
 matplotlib.use("Agg")
 
 import pytest
 
-from sim import scenario
-from sim.show.explore import (
+from platform_testbed.sim.config import scenario
+from platform_testbed.sim.show.explore import (
     detection_grid,
     event_lists,
     layered_looks,
@@ -19,7 +19,7 @@ from sim.show.explore import (
     traced_runs,
     with_sets,
 )
-from sim.show.gridplot import detection_grid_figure
+from platform_testbed.sim.show.gridplot import detection_grid_figure
 
 
 def test_traced_runs_trace_every_builtin_check_in_one_world() -> None:

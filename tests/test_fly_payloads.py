@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from checks import BUILTIN_CHECKS, Event
-from checks.flyjson import payload_recording
-from sim.cli import main
+from platform_testbed.checks import BUILTIN_CHECKS, Event
+from platform_testbed.checks.flyjson import payload_recording
+from platform_testbed.sim.cli.parser import main
 
 DATA = Path(__file__).resolve().parent / "data" / "fly"
 PAYLOADS = sorted(DATA.glob("*.json"))

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checks import (
+from platform_testbed.checks import (
     BUILTIN_CHECKS,
     MACHINE_STATES,
     Event,
@@ -21,8 +21,8 @@ from checks import (
     Wait,
     make_check,
 )
-from checks.drive import CheckFailed
-from checks.flyjson import (
+from platform_testbed.checks.drive import CheckFailed
+from platform_testbed.checks.flyjson import (
     TOLERANCE_MS,
     Recording,
     RecordingError,
@@ -40,7 +40,7 @@ from checks.flyjson import (
     read_recordings,
     replay,
 )
-from sim.testing import PUBLISH_MS, App, World, drive_world, incident_looks, world
+from platform_testbed.sim.kit.testing import PUBLISH_MS, App, World, drive_world, incident_looks, world
 
 names = st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True)
 image_refs = st.builds(

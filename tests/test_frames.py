@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from sim import api
-from sim.cli import main
-from sim.frames import INSTALL, frame
-from sim.hunt.search import FOUND_DTYPES
-from sim.publish.compare import RESULT_COLUMNS, RESULT_DTYPES, result_row
-from sim.rollout.runs import RUN_DTYPES, SERVER_DTYPES
-from sim.scenario import OUTCOMES
-from sim.sweep.output import SUMMARY_DTYPES
-from sim.sweep.units import columns
+from platform_testbed.sim import api
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.config.scenario import OUTCOMES
+from platform_testbed.sim.hunt.search import FOUND_DTYPES
+from platform_testbed.sim.publish.compare import RESULT_COLUMNS, RESULT_DTYPES, result_row
+from platform_testbed.sim.rollout.runs import RUN_DTYPES, SERVER_DTYPES
+from platform_testbed.sim.runtime.frames import INSTALL, frame
+from platform_testbed.sim.sweep.output import SUMMARY_DTYPES
+from platform_testbed.sim.sweep.units import columns
 
 pd = pytest.importorskip("pandas")
 
@@ -95,7 +95,7 @@ def test_per_check_rows_count_every_outcome_as_the_summary_does(incident):
 
 def test_a_comparison_that_kept_no_runs_tabulates_per_check_only():
     """keep_runs=False holds no rows: per='run' says so, per='check' still covers every run."""
-    from sim.publish.compare import compare  # noqa: PLC0415
+    from platform_testbed.sim.publish.compare import compare  # noqa: PLC0415
 
     scenario = api.load_scenario("sept25-crash-loop")
     flat = compare(scenario, api.build(scenario, ["count"]), range(4), keep_runs=False)
@@ -220,6 +220,7 @@ def test_without_pandas_to_pandas_says_in_one_line_what_to_install(incident, cap
 
 def test_importing_the_simulator_does_not_import_pandas():
     """pandas is imported by to_pandas() only: the core and the front door load without it."""
-    code = ("import sim, sim.api, sim.publish.compare, sim.sweep, sim.rollout.runs, sys; "
+    code = ("import platform_testbed.sim.api, platform_testbed.sim.publish.compare, "
+            "platform_testbed.sim.sweep, platform_testbed.sim.rollout.runs, sys; "
             "assert 'pandas' not in sys.modules, 'pandas was imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -26,7 +26,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.cli import main
+from platform_testbed.sim.cli.parser import main
 
 BOUND_S = 10.0
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.cli import main
+from platform_testbed.sim.cli.parser import main
 
 #: Every case, including the ones that run a world or a one-world sweep, ends well within
 #: this on a slow CI core: the limits make sure nothing is unbounded.
@@ -45,7 +45,7 @@ SCENARIO = "sept25-crash-loop"
 
 USER_CHECKS = '''
 import time
-from checks import Verdict, Wait
+from platform_testbed.checks import Verdict, Wait
 
 class Raises:
     name = "raises"
@@ -596,7 +596,7 @@ def test_real_ctrl_c_still_interrupts(tmp_path: Path, monkeypatch: pytest.Monkey
     """A KeyboardInterrupt a check raises is its error; the user's Ctrl-C still ends the run."""
     (tmp_path / "uc.py").write_text(USER_CHECKS)
     child = subprocess.Popen(
-        [sys.executable, "-m", "sim", "compare", SCENARIO, "--check", "uc.py:Sleeps",
+        [sys.executable, "-m", "platform_testbed", "compare", SCENARIO, "--check", "uc.py:Sleeps",
          "--check-timeout", "30"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=os.environ | {"PYTHONPATH": str(Path(__file__).parents[1])},

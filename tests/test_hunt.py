@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-from sim.cli import main
-from sim.hunt.cli import MAX_BUDGET
-from sim.hunt.space import base_first
+from platform_testbed.sim.cli.hunt import MAX_BUDGET
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.hunt.space import base_first
 
 #: Small enough for `make test` on 2 cores, large enough to reach each blind spot below
 #: (each round stops at the first world of a new kind, so most rounds use far less).
@@ -134,7 +134,8 @@ def test_nothing_found_exits_0(
 ) -> None:
     """When no world fools the check, the hunt says so, writes no file and exits 0."""
     # A space of one world, the base, which the timestamp check gets right (caught).
-    monkeypatch.setattr("sim.hunt.search.worlds", lambda base, any_behavior=True: st.just(()))
+    monkeypatch.setattr("platform_testbed.sim.hunt.search.worlds",
+                        lambda base, any_behavior=True: st.just(()))
     out = tmp_path / "out"
     code = main(["hunt", "--check", "timestamp", "--budget", "5", "--out", str(out), "--no-progress"])
     assert code == 0
@@ -146,7 +147,7 @@ def test_a_check_that_raises_is_found_as_error(tmp_path: Path, capsys: pytest.Ca
     """A user check that raises in some worlds is reported with the outcome error, and reproduces."""
     check = tmp_path / "fragile.py"
     check.write_text(
-        "from checks import Verdict, Wait\n"
+        "from platform_testbed.checks import Verdict, Wait\n"
         "class Fragile:\n"
         "    name = 'fragile'\n"
         "    def next(self, publish_started_ms, looks):\n"
@@ -207,7 +208,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("code", [
-    "from sim.cli import main; raise SystemExit(main(['hunt', '--check', 'count', '--budget', "
+    "from platform_testbed.sim.cli.parser import main; "
+    "raise SystemExit(main(['hunt', '--check', 'count', '--budget', "
     "'5', '--out', 'found', '--no-progress']) != 1)",
     "import sim.api; sim.api.hunt('count', budget=5)",
 ])
@@ -270,7 +272,7 @@ def test_a_narrow_progress_bar_drops_fields_whole(columns: int) -> None:
 
     from rich.console import Console  # noqa: PLC0415
 
-    from sim.hunt.cli import hunt_progress  # noqa: PLC0415
+    from platform_testbed.sim.cli.hunt import hunt_progress  # noqa: PLC0415
 
     console = Console(width=columns, file=io.StringIO(), record=True, force_terminal=True,
                       color_system=None)

@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
-from sim.cli import main
+from platform_testbed.sim.cli.parser import main
 
 KINDS = [(signal.SIGINT, 130, "testbed: interrupted"), (signal.SIGTERM, 143, "testbed: terminated")]
 
 #: A check that sends the signal inside a gc callback at its third look, then passes.
 GC_CHECK = """
 import gc, signal
-from checks import Verdict, Wait
+from platform_testbed.checks import Verdict, Wait
 
 LOOKS = [0]
 
@@ -96,7 +96,7 @@ def test_a_signal_while_hypothesis_draws_ends_the_hunt(
 ) -> None:
     """A signal while hypothesis draws a world ends the hunt as the signal, not as its error."""
     signum, status, line = kind
-    monkeypatch.setattr("sim.hunt.search.worlds", _raising_on(10, signum))
+    monkeypatch.setattr("platform_testbed.sim.hunt.search.worlds", _raising_on(10, signum))
     code, out = _hunt(tmp_path, "timestamp")
     assert code == status
     assert capsys.readouterr().err == line + "\n"

@@ -6,7 +6,7 @@ from importlib import resources
 import jsonschema
 import pytest
 
-from sim.cli import main
+from platform_testbed.sim.cli.parser import main
 
 #: Each command's --json document: its schema's name and the arguments of a real, short run.
 COMMANDS = {
@@ -36,7 +36,7 @@ seeds = 2
 
 def schema(name):
     """The shipped schema ``name``, itself checked to be a valid Draft 2020-12 schema."""
-    text = resources.files("sim").joinpath(f"schemas/{name}.schema.json").read_text("utf-8")
+    text = resources.files("platform_testbed.sim").joinpath(f"schemas/{name}.schema.json").read_text("utf-8")
     loaded = json.loads(text)
     jsonschema.Draft202012Validator.check_schema(loaded)
     return loaded
@@ -108,7 +108,7 @@ def test_a_schema_refuses_a_document_that_drifts(name, argv, capsys, tmp_path, m
 
 def test_every_json_command_has_a_shipped_schema():
     """Each subcommand that takes --json has a schema named after it in sim/schemas/."""
-    from sim.cli import build_parser  # noqa: PLC0415
+    from platform_testbed.sim.cli.parser import build_parser  # noqa: PLC0415
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
@@ -116,5 +116,5 @@ def test_every_json_command_has_a_shipped_schema():
                        if any("--json" in a.option_strings for a in p._actions))
     names = {"list": "profiles"}
     shipped = {p.name.removesuffix(".schema.json")
-               for p in resources.files("sim").joinpath("schemas").iterdir()}
+               for p in resources.files("platform_testbed.sim").joinpath("schemas").iterdir()}
     assert {names.get(c, c) for c in with_json} <= shipped

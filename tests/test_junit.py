@@ -4,9 +4,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from checks import BUILTIN_CHECKS
-from sim import scenario
-from sim.cli import main
+from platform_testbed.checks import BUILTIN_CHECKS
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.config import scenario
 
 
 def assert_junit_shape(path):
@@ -154,7 +154,9 @@ def test_a_junit_symlink_is_refused_without_force_and_written_through_with_it(
         raise AssertionError("work started before --junit was checked")
 
     with monkeypatch.context() as patched:
-        for where in ("sim.commands.compare", "sim.commands.replay_all"):
+        for where in (
+            "platform_testbed.sim.cli.commands.compare", "platform_testbed.sim.cli.commands.replay_all"
+        ):
             patched.setattr(where, no_world)
         assert main([*argv, "--junit", str(link)]) == 2
     err = capsys.readouterr().err

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sim.cli import main
+from platform_testbed.sim.cli.parser import main
 
 
 def test_list_json_without_profiles_is_refused(capsys: pytest.CaptureFixture[str]) -> None:

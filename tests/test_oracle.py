@@ -1,7 +1,7 @@
 """The simulator's count and timestamp verdicts agree with an independent oracle (tests/oracle.py).
 
 The oracle rebuilds each machine's uncapped history from Fly's restart rules and decides
-from it plus the cap; the simulator runs the real machine model (``sim.testing.world``)
+from it plus the cap; the simulator runs the real machine model (``sim.kit.testing.world``)
 and the real checks through the one driver loop. They must agree on every generated world
 (several machines, give-ups, OOM kills, clean exits, policies no/always/on-failure, caps
 1..10, every event profile). Where a check departs from the uncapped truth it is by
@@ -17,14 +17,14 @@ import pytest
 from hypothesis import example, given, note
 from hypothesis import strategies as st
 
-from checks.layered import CountCheck, LayeredCheck, TimestampCheck
-from checks.model import Look, Wait
-from checks.protocol import Step
-from sim import scenario as scenarios
-from sim.loader import load_checks
-from sim.platform.profiles import PROFILES, Profile
-from sim.publish.world import run
-from sim.testing import PUBLISH_MS, App, drive_world, world
+from platform_testbed.checks.layered import CountCheck, LayeredCheck, TimestampCheck
+from platform_testbed.checks.model import Look, Wait
+from platform_testbed.checks.protocol import Step
+from platform_testbed.sim.checkload.loader import load_checks
+from platform_testbed.sim.config import scenario as scenarios
+from platform_testbed.sim.config.profiles import PROFILES, Profile
+from platform_testbed.sim.kit.testing import PUBLISH_MS, App, drive_world, world
+from platform_testbed.sim.publish.world import run
 from tests import oracle
 
 HORIZON_S = 120.0

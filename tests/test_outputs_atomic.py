@@ -24,18 +24,18 @@ from typing import IO, Any
 import pytest
 from matplotlib.figure import Figure
 
-import sim.hunt.output
-from sim import scenario
-from sim.cli import main
-from sim.hunt.search import Found, HuntResult
-from sim.outputs import replacing
-from sim.publish.world import RunResult
-from sim.settings import BadInput
-from sim.show.explore import traced_runs
-from sim.show.plot import save_timeline
-from sim.sweep import load_sweep, run_sweep
-from sim.sweep.facets import save_facet_maps
-from sim.sweep.heatmap import save_heatmap
+import platform_testbed.sim.hunt.output as hunt_output
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.config import scenario
+from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.hunt.search import Found, HuntResult
+from platform_testbed.sim.publish.world import RunResult
+from platform_testbed.sim.runtime.outputs import replacing
+from platform_testbed.sim.show.explore import traced_runs
+from platform_testbed.sim.show.plot import save_timeline
+from platform_testbed.sim.sweep import load_sweep, run_sweep
+from platform_testbed.sim.sweep.facets import save_facet_maps
+from platform_testbed.sim.sweep.heatmap import save_heatmap
 
 SMALL = Path(__file__).parent / "data" / "sweeps" / "small.toml"
 PREVIOUS = b"the previous run's file\n"
@@ -252,7 +252,7 @@ def _interrupt_hunt_writer(monkeypatch: pytest.MonkeyPatch, then: Callable[[], N
 
         return write
 
-    monkeypatch.setattr(sim.hunt.output, "_writer", writer)
+    monkeypatch.setattr(hunt_output, "_writer", writer)
 
 
 def test_a_failed_hunt_write_keeps_the_previous_files(
@@ -264,7 +264,7 @@ def test_a_failed_hunt_write_keeps_the_previous_files(
     seen: list[str] = []
     _interrupt_hunt_writer(monkeypatch, _disk_full, seen, folder)
     with pytest.raises(OSError, match="No space left"):
-        sim.hunt.output.write_found(_hunt_result(), folder, "--check count")
+        hunt_output.write_found(_hunt_result(), folder, "--check count")
     assert any(name.endswith(".tmp") for name in seen)
     assert [(folder / name).read_bytes() for name in NAMES] == [PREVIOUS, PREVIOUS]
     assert sorted(p.name for p in folder.iterdir()) == NAMES
@@ -281,9 +281,9 @@ def test_ctrl_c_during_a_hunt_write_ends_with_that_file_whole(
     _interrupt_hunt_writer(monkeypatch, _sigint, seen, folder)
     result = _hunt_result()
     with pytest.raises(KeyboardInterrupt):
-        sim.hunt.output.write_found(result, folder, "--check count")
+        hunt_output.write_found(result, folder, "--check count")
     assert any(name.endswith(".tmp") for name in seen)
-    whole = sim.hunt.output.scenario_toml(result, result.found[0], "count-missed-1", "--check count")
+    whole = hunt_output.scenario_toml(result, result.found[0], "count-missed-1", "--check count")
     assert (folder / NAMES[0]).read_text(encoding="utf-8") == whole
     assert (folder / NAMES[1]).read_bytes() == PREVIOUS
     assert sorted(p.name for p in folder.iterdir()) == NAMES
@@ -293,7 +293,7 @@ def test_ctrl_c_during_a_hunt_write_ends_with_that_file_whole(
 def test_found_worlds_follow_the_umask(folder: Path, umask: int, mode: int) -> None:
     """Found worlds' files get 0666 less the umask, as ``open`` gives (not mkstemp's 0600)."""
     with _umask(umask):
-        paths = sim.hunt.output.write_found(_hunt_result(), folder, "--check count")
+        paths = hunt_output.write_found(_hunt_result(), folder, "--check count")
     assert [p.name for p in paths] == NAMES
     assert [p.stat().st_mode & 0o777 for p in paths] == [mode, mode]
 
@@ -307,7 +307,7 @@ def test_a_link_where_a_found_world_goes_is_refused_before_any_is_written(
     elsewhere.write_bytes(PREVIOUS)
     (folder / NAMES[1]).symlink_to(elsewhere)
     with pytest.raises(BadInput, match="is a symlink"):
-        sim.hunt.output.write_found(_hunt_result(), folder, "--check count")
+        hunt_output.write_found(_hunt_result(), folder, "--check count")
     assert (folder / NAMES[1]).is_symlink()
     assert elsewhere.read_bytes() == PREVIOUS
     assert [p.name for p in folder.iterdir()] == [NAMES[1]]
@@ -343,7 +343,7 @@ def test_ctrl_c_at_the_details_rename_keeps_every_run(
         fsync(fd)
         _sigint()
 
-    monkeypatch.setattr(os, "fsync", fsync_then_sigint)  # the os module sim.outputs calls
+    monkeypatch.setattr(os, "fsync", fsync_then_sigint)  # the os module sim.runtime.outputs calls
     command = ["compare", "sept25-crash-loop", "--runs", "2", "--details"]
     assert main([*command, str(target)]) == 130
     assert capsys.readouterr().err.strip() == "testbed: interrupted"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from checks import Event
-from sim.platform.eventlog import RECORD_FIELDS, EventLog
+from platform_testbed.checks import Event
+from platform_testbed.sim.platform.eventlog import RECORD_FIELDS, EventLog
 
 
 def test_record_fields_are_events_fields_in_order() -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given, note
 from hypothesis import strategies as st
 
-from checks import (
+from platform_testbed.checks import (
     BUILTIN_CHECKS,
     Check,
     CircuitBreakerCheck,
@@ -22,10 +22,10 @@ from checks import (
     Wait,
     make_check,
 )
-from checks.breaker import ecs_threshold, failed_starts
-from checks.flyctl import CRASHING, is_constantly_restarting, most_recent_start_after_launch
-from checks.minhealthy import newest_start_ms
-from sim.testing import PUBLISH_MS, App, World, drive_world, world
+from platform_testbed.checks.breaker import ecs_threshold, failed_starts
+from platform_testbed.checks.flyctl import CRASHING, is_constantly_restarting, most_recent_start_after_launch
+from platform_testbed.checks.minhealthy import newest_start_ms
+from platform_testbed.sim.kit.testing import PUBLISH_MS, App, World, drive_world, world
 
 PLATFORM_CHECKS = ["flyctl-smoke", "min-healthy-time", "restart-counter", "circuit-breaker"]
 

@@ -20,13 +20,19 @@ from matplotlib.collections import LineCollection, PathCollection
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from checks.registry import BUILTIN_CHECKS
-from sim import scenario
-from sim.publish.world import RunResult, run
-from sim.show.explore import traced_runs
-from sim.show.lanes import MAX_WINDOW_ROWS
-from sim.show.plot import Focus, check_colours, compare_timelines, crash_timeline, save_timeline
-from sim.show.timeline import from_result, world_run
+from platform_testbed.checks.registry import BUILTIN_CHECKS
+from platform_testbed.sim.config import scenario
+from platform_testbed.sim.publish.world import RunResult, run
+from platform_testbed.sim.show.explore import traced_runs
+from platform_testbed.sim.show.lanes import MAX_WINDOW_ROWS
+from platform_testbed.sim.show.plot import (
+    Focus,
+    check_colours,
+    compare_timelines,
+    crash_timeline,
+    save_timeline,
+)
+from platform_testbed.sim.show.timeline import from_result, world_run
 
 SHIPPED = sorted(scenario.shipped())
 
@@ -321,7 +327,7 @@ def test_focus_compresses_the_tail_and_round_trips() -> None:
 def test_timeline_needs_a_trace() -> None:
     """Plotting a run made without trace=True says how to get one."""
     loaded = scenario.load("sept25-crash-loop")
-    from checks import make_check  # noqa: PLC0415
+    from platform_testbed.checks import make_check  # noqa: PLC0415
 
     result = run(loaded, loaded.seed, make_check("count", {}))
     with pytest.raises(ValueError, match="trace=True"):
@@ -332,9 +338,9 @@ def test_plotting_never_touches_pyplot() -> None:
     """Drawing a timeline imports no pyplot, so no figure state lingers between calls."""
     code = (
         "import sys\n"
-        "from sim import scenario\n"
-        "from sim.show.explore import traced_runs\n"
-        "from sim.show.plot import compare_timelines\n"
+        "from platform_testbed.sim.config import scenario\n"
+        "from platform_testbed.sim.show.explore import traced_runs\n"
+        "from platform_testbed.sim.show.plot import compare_timelines\n"
         "s = scenario.load('sept25-crash-loop')\n"
         "compare_timelines(s, traced_runs(s)).savefig('/dev/null', format='png')\n"
         "print('matplotlib.pyplot' in sys.modules)\n"

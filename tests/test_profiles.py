@@ -8,20 +8,21 @@ import pytest
 from hypothesis import example, find, given, note, settings
 from hypothesis import strategies as st
 
-from checks import TimestampCheck
-from checks.flyjson import read_recording
-from sim import scenario
-from sim.platform.profiles import PROFILES
-from sim.publish import world
-from sim.recording import Recorder
-from sim.testing import App, drive_world
-from sim.testing import world as lay_out
+from platform_testbed.checks import TimestampCheck
+from platform_testbed.checks.flyjson import read_recording
+from platform_testbed.sim.config import scenario
+from platform_testbed.sim.config.profiles import PROFILES
+from platform_testbed.sim.kit.testing import App, drive_world
+from platform_testbed.sim.kit.testing import world as lay_out
+from platform_testbed.sim.publish import world
+from platform_testbed.sim.publish.recording import Recorder
 
 MARK = ("restart", "marker", "flyd", False)
 
 
 def test_a_crash_event_changed_in_the_profile_reaches_simulator_replay_and_test_kit(monkeypatch):
-    """One edit to a profile's crash events shows in simulated looks, replayed recordings and sim.testing."""
+    """One edit to a profile's crash events shows in simulated looks, replayed recordings
+    and sim.kit.testing."""
     changed = dataclasses.replace(PROFILES["minimal"], crash=(*PROFILES["minimal"].crash, MARK))
     monkeypatch.setitem(PROFILES, "minimal", changed)
     loaded = scenario.load("sept25-crash-loop")

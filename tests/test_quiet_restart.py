@@ -17,10 +17,10 @@ import simpy
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from checks import MachineSnapshot
-from sim.platform.machine import Image, Machine
-from sim.platform.profiles import PROFILES
-from sim.scenario import AppTable, PlatformTable
+from platform_testbed.checks import MachineSnapshot
+from platform_testbed.sim.config.profiles import PROFILES
+from platform_testbed.sim.config.scenario import AppTable, PlatformTable
+from platform_testbed.sim.platform.machine import Image, Machine
 
 ACTIONS = ("update", "update-stopped", "sleep", "wake", "destroy")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.cli import main
+from platform_testbed.sim.cli.parser import main
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCK = re.compile(r"<!-- output: testbed (.+?) -->\n(.*?)<!-- end output -->\n", re.S)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from checks.flyjson import dump_recording, parse_rfc3339_ms, read_recordings
-from sim import scenario
-from sim.cli import main
+from platform_testbed.checks.flyjson import dump_recording, parse_rfc3339_ms, read_recordings
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.config import scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.cli import main
+from platform_testbed.sim.cli.parser import main
 
 
 @pytest.fixture

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from checks import BUILTIN_CHECKS
-from sim import scenario
-from sim.cli import main
-from sim.loader import build_checks
-from sim.publish.compare import SCHEMA_VERSION, Comparison, OutcomeCounts, compare
-from sim.scenario import OUTCOMES
-from sim.sweep import load_sweep, run_sweep
+from platform_testbed.checks import BUILTIN_CHECKS
+from platform_testbed.sim.checkload.loader import build_checks
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.config import scenario
+from platform_testbed.sim.config.scenario import OUTCOMES
+from platform_testbed.sim.publish.compare import SCHEMA_VERSION, Comparison, OutcomeCounts, compare
+from platform_testbed.sim.sweep import load_sweep, run_sweep
 
 DATA = Path(__file__).parent / "data"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.rollout.__main__ import main
+from platform_testbed.sim.cli.parser import main
 
 
 def test_rollout_json_is_one_object_with_runs_and_summary(
@@ -161,7 +161,7 @@ def test_json_is_byte_identical_across_processes() -> None:
     for hash_seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
         done = subprocess.run(
-            [sys.executable, "-m", "sim.rollout", "rollout", "original", "--runs", "2", "--json"],
+            [sys.executable, "-m", "platform_testbed", "rollout", "original", "--runs", "2", "--json"],
             capture_output=True,
             check=True,
             env=env,
@@ -177,7 +177,7 @@ def test_rollout_and_compare_word_a_bad_count_alike(
     option: str, value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The same bad --seed or --runs gets the same message from rollout and compare."""
-    from sim.cli import main as testbed_main  # noqa: PLC0415 -- this file tests sim.rollout's main
+    from platform_testbed.sim.cli.parser import main as testbed_main  # noqa: PLC0415 -- this file tests sim.rollout's main
     assert main(["rollout", "fixed", option, value]) == 2
     from_rollout = capsys.readouterr().err.partition(": ")[2]  # after the program's prefix
     assert testbed_main(["compare", "sept25-crash-loop", option, value]) == 2

@@ -1,15 +1,15 @@
 """The shipped rollout scenarios' printed reports are part of their test (SimPy's .out habit).
 
 After an intended change, regenerate with
-``python -m sim.rollout rollout NAME --runs 5 > scenarios/rollouts/NAME.out``.
+``testbed rollout NAME --runs 5 > scenarios/rollouts/NAME.out``.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from sim.rollout.__main__ import main
-from sim.rollout.config import rollouts_dir, shipped
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.rollout.config import rollouts_dir, shipped
 
 
 @pytest.mark.parametrize("name", sorted(shipped()))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sim.rollout import load, run
-from sim.rollout.sweep import bad_gateway_grid
-from sim.rollout.timeline import server_timeline
+from platform_testbed.sim.rollout import load, run
+from platform_testbed.sim.rollout.sweep import bad_gateway_grid
+from platform_testbed.sim.rollout.timeline import server_timeline
 
 
 def test_server_timeline_shades_the_502_window_of_the_original() -> None:

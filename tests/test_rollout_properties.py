@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
-from checks.timing import all_hold, check_timing
-from sim.rollout import RolloutScenario, run
-from sim.rollout.config import validate
+from platform_testbed.checks.timing import all_hold, check_timing
+from platform_testbed.sim.rollout import RolloutScenario, run
+from platform_testbed.sim.rollout.config import validate
 
 # Each example is a whole simulated deploy (a few ms); the profile decides how many.
 SIM = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from checks.timing import check_timing
-from sim.rollout import RolloutResult, load, run
-from sim.rollout.config import shipped
-from sim.rollout.report import rollout_json
-from sim.scenario import BadInput
+from platform_testbed.checks.timing import check_timing
+from platform_testbed.sim.config.scenario import BadInput
+from platform_testbed.sim.rollout import RolloutResult, load, run
+from platform_testbed.sim.rollout.config import shipped
+from platform_testbed.sim.rollout.report import rollout_json
 
 SEEDS = range(40)
 Outcomes = dict[str, list[RolloutResult]]

@@ -7,12 +7,12 @@ import random
 
 import simpy
 
-from sim.rollout.balancer import HealthRules, LoadBalancer, judge
-from sim.rollout.balancer import in_rotation as rotation_of
-from sim.rollout.drain import StopPlan, stop_plan
-from sim.rollout.server import COMPONENTS, FULL_COMPOSE, Server
-from sim.rollout.traffic import RoutingTimeline
-from sim.rollout.watchdog import Watchdog, WatchdogRules, looks_broken
+from platform_testbed.sim.rollout.balancer import HealthRules, LoadBalancer, judge
+from platform_testbed.sim.rollout.balancer import in_rotation as rotation_of
+from platform_testbed.sim.rollout.drain import StopPlan, stop_plan
+from platform_testbed.sim.rollout.server import COMPONENTS, FULL_COMPOSE, Server
+from platform_testbed.sim.rollout.traffic import RoutingTimeline
+from platform_testbed.sim.rollout.watchdog import Watchdog, WatchdogRules, looks_broken
 
 RULES = HealthRules(interval_s=5, unhealthy_threshold=2, healthy_threshold=3)
 

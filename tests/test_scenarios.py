@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from checks import CountCheck, TimestampCheck, make_check
-from sim import scenario
-from sim.publish import world
+from platform_testbed.checks import CountCheck, TimestampCheck, make_check
+from platform_testbed.sim.config import scenario
+from platform_testbed.sim.publish import world
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -129,7 +129,7 @@ def test_flyctl_leaves_a_sleeping_machine_unchecked_and_autostart_wakes_it_into_
 
 def test_the_three_publishes_series_tallies_late_failures_per_check():
     """sept25-three-publishes: count lets the API's two publishes go live and fail late; timestamp none."""
-    from sim.publish.series import run_series  # noqa: PLC0415
+    from platform_testbed.sim.publish.series import run_series  # noqa: PLC0415
 
     result = run_series(str(ROOT / "scenarios" / "series" / "sept25-three-publishes.toml"),
                         ["count", "timestamp"])

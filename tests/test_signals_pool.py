@@ -28,9 +28,9 @@ from typing import IO
 
 import pytest
 
-import sim.outputs
-import sim.sweep.output
-from sim.cli import main
+import platform_testbed.sim.runtime.outputs as runtime_outputs
+import platform_testbed.sim.sweep.output as sweep_output
+from platform_testbed.sim.cli.parser import main
 
 ROOT = Path(__file__).parents[1]
 SMALL = ROOT / "tests" / "data" / "sweeps" / "small.toml"
@@ -89,7 +89,7 @@ def _pooled_sweep(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
     both workers run; afterwards SIGKILLs whatever of its group is left (so a failing test
     leaves no orphan either)."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "sim", "sweep", LONG_SWEEP, "--workers", "2", "--no-progress",
+        [sys.executable, "-m", "platform_testbed", "sweep", LONG_SWEEP, "--workers", "2", "--no-progress",
          "--out", str(tmp_path / "rows.csv")],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=os.environ | {"PYTHONPATH": str(ROOT)}, start_new_session=True,
@@ -152,7 +152,7 @@ def test_ctrl_c_to_the_group_keeps_finished_rows_and_leaves_no_process(tmp_path:
         _out, err = _ends_whole(child)
         assert child.returncode == 128 + signal.SIGINT
         assert "Traceback" not in err
-        rows = sim.sweep.output.read_rows(tmp_path / "rows.csv")
+        rows = sweep_output.read_rows(tmp_path / "rows.csv")
         worlds = len(rows) // 2  # two checks: a row each per world
         assert "interrupted: kept the" in err
         assert f"kept the {worlds} of 10000 worlds" in " ".join(err.split())
@@ -192,7 +192,7 @@ def _interrupt_sweep_write(
     status and the names beside ``out`` seen at the first signal (mid-write)."""
     hook = _signal_at(calls, signum)
     seen: list[str] = []
-    cell = sim.sweep.output._csv_cell
+    cell = sweep_output._csv_cell
 
     def cell_then_hook(value: object) -> str:
         text = cell(value)
@@ -201,7 +201,7 @@ def _interrupt_sweep_write(
             seen.extend(sorted(p.name for p in out.parent.iterdir()))
         return text
 
-    monkeypatch.setattr(sim.sweep.output, "_csv_cell", cell_then_hook)
+    monkeypatch.setattr(sweep_output, "_csv_cell", cell_then_hook)
     code = main(["sweep", str(SMALL), "--workers", "1", "--no-progress", "--out", str(out)])
     return code, seen
 
@@ -267,7 +267,7 @@ def test_ctrl_c_before_the_rename_of_a_compare_record_keeps_it_whole(
         fsync(fd)
         hook()
 
-    monkeypatch.setattr(sim.outputs.os, "fsync", fsync_then_hook)
+    monkeypatch.setattr(runtime_outputs.os, "fsync", fsync_then_hook)
     command = ["compare", "sept25-crash-loop", "--runs", "2", "--json", "--record"]
     code = main([*command, str(record)])
     assert code == 130
@@ -295,7 +295,7 @@ def test_a_write_outside_the_command_line_is_interrupted_as_python_would(
         handle.write("second\n")
 
     with pytest.raises(KeyboardInterrupt):
-        sim.outputs.write_atomic(out, write)
+        runtime_outputs.write_atomic(out, write)
     assert out.read_text() == "first\nsecond\n"
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
     assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
@@ -306,7 +306,7 @@ def test_a_write_outside_the_command_line_is_interrupted_as_python_would(
 SIGNALLING_CHECK = '''
 import os
 import signal
-from checks import Wait
+from platform_testbed.checks import Wait
 
 class Signals:
     """Sends its own process the signal the test names, at its first look."""
@@ -355,15 +355,15 @@ def test_a_signal_mid_run_ends_every_command_quietly(
         assert main(["compare", "sept25-crash-loop", "--json", "--record",
                      str(tmp_path / "looks.jsonl")]) == 0
     if command == "rollout":  # no user check there: the signal comes with the second run
-        import sim.rollout.runs  # noqa: PLC0415
+        import platform_testbed.sim.rollout.runs as rollout_runs  # noqa: PLC0415
 
-        run, hook = sim.rollout.runs.run, _signal_at({2}, signum)
+        run, hook = rollout_runs.run, _signal_at({2}, signum)
 
         def run_then_hook(*given: object) -> object:
             hook()
             return run(*given)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(sim.rollout.runs, "run", run_then_hook)
+        monkeypatch.setattr(rollout_runs, "run", run_then_hook)
     capsys.readouterr()
     monkeypatch.setenv("TEST_SIGNAL", str(int(signum)))
     code = main(args)
@@ -381,7 +381,7 @@ def test_a_signal_mid_run_ends_every_command_quietly(
 def test_junit_refuses_a_symlink_and_follows_the_umask(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--junit goes through sim.outputs: a symlink is refused (the rename would replace it),
+    """--junit goes through sim.runtime.outputs: a symlink is refused (the rename would replace it),
     and the report is made with the umask's permissions, not 0600."""
     target = tmp_path / "target.xml"
     target.write_text("previous\n")

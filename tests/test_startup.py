@@ -34,7 +34,7 @@ def report(code=0):
     os._exit(code)
 
 argcomplete.autocomplete = functools.partial(argcomplete.autocomplete, exit_method=report)
-from sim.cli import build_parser, main
+from platform_testbed.sim.cli.parser import build_parser, main
 try:
     code = main(ARGV) if ARGV is not None else (build_parser(), 0)[1]
 except SystemExit as ended:
@@ -107,7 +107,7 @@ class SignalOnImport:
         return None
 
 sys.meta_path.insert(0, SignalOnImport())
-from sim.cli import main
+from platform_testbed.sim.cli.parser import main
 sys.exit(main(["compare", "sept25-crash-loop"]))
 """
 
@@ -125,21 +125,21 @@ def test_a_signal_while_the_model_imports_ends_quietly(signum, code, said, tmp_p
     assert done.stdout == ""
 
 
-# The console script (sim.launch) with SIGNAL raised from inside the import of the CLI
-# itself, before sim.cli.main can install its handlers.
+# The console script (sim.cli.launch) with SIGNAL raised from inside the import of the CLI
+# itself, before sim.cli.parser.main can install its handlers.
 SIGNAL_DURING_CLI_IMPORT = """
 import signal, sys
 
 class SignalOnImport:
     def find_spec(self, name, path=None, target=None):
-        if name == "sim.cli":
+        if name == "platform_testbed.sim.cli.parser":
             sys.meta_path.remove(self)
             signal.raise_signal(SIGNUM)
         return None
 
 sys.meta_path.insert(0, SignalOnImport())
 sys.argv = ["testbed", "list"]
-from sim.launch import main
+from platform_testbed.sim.cli.launch import main
 sys.exit(main())
 """
 
@@ -147,7 +147,7 @@ sys.exit(main())
 @pytest.mark.parametrize(("signum", "code", "said"), [(2, 130, "testbed: interrupted"),
                                                       (15, 143, "testbed: terminated")])
 def test_a_signal_while_the_cli_itself_imports_ends_quietly(signum, code, said, tmp_path):
-    """The console script: a signal during ``import sim.cli`` is 130 or 143, one line."""
+    """The console script: a signal during ``import sim.cli.parser`` is 130 or 143, one line."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("_ARGCOMPLETE", None)
     script = SIGNAL_DURING_CLI_IMPORT.replace("SIGNUM", str(signum))
@@ -158,7 +158,8 @@ def test_a_signal_while_the_cli_itself_imports_ends_quietly(signum, code, said, 
 
 
 def test_the_console_script_is_the_quiet_launcher():
-    """pyproject's ``testbed`` entry point and ``python -m sim`` both start at sim.launch."""
+    """The ``testbed`` entry point and both ``python -m`` doors start at sim.cli.launch."""
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert 'testbed = "sim.launch:main"' in text
-    assert "from sim.launch import main" in (ROOT / "sim" / "__main__.py").read_text(encoding="utf-8")
+    assert 'testbed = "platform_testbed.sim.cli.launch:main"' in text
+    for door in (ROOT / "sim" / "__main__.py", ROOT / "platform_testbed" / "__main__.py"):
+        assert "from platform_testbed.sim.cli.launch import main" in door.read_text(encoding="utf-8")

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-import sim.sweep.units
-from sim.cli import main as run_cli
-from sim.scenario import BadInput
-from sim.sweep import load_sweep, read_rows, run_sweep, write_rows
-from sim.sweep.heatmap import heatmap, miss_grid
+import platform_testbed.sim.sweep.units as sweep_units
+from platform_testbed.sim.cli.parser import main as run_cli
+from platform_testbed.sim.config.scenario import BadInput
+from platform_testbed.sim.sweep import load_sweep, read_rows, run_sweep, write_rows
+from platform_testbed.sim.sweep.heatmap import heatmap, miss_grid
 
 DATA = Path(__file__).parent / "data" / "sweeps"
 SMALL = DATA / "small.toml"
@@ -73,14 +73,14 @@ def test_dask_cluster_gives_identical_rows(local_rows: list[dict[str, Any]]) -> 
 
 def test_a_world_that_raises_becomes_error_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """A simulation that raises gives error rows with its message; other worlds still run."""
-    real = sim.sweep.units.run_checks
+    real = sweep_units.run_checks
 
     def flaky(scenario: Any, seed: int, checks: Any) -> Any:
         if seed == 4 and scenario.release.crash_after_s == 5:
             raise RuntimeError("simulated platform bug")
         return real(scenario, seed, checks)
 
-    monkeypatch.setattr(sim.sweep.units, "run_checks", flaky)
+    monkeypatch.setattr(sweep_units, "run_checks", flaky)
     result = run_sweep(load_sweep(SMALL), workers=1, per_task=7)
     errors = [r for r in result.rows if r["outcome"] == "error"]
     assert len(errors) == 4 * 2  # 4 points (2 look delays x 2 caps), 2 checks each

@@ -14,12 +14,12 @@ from collections import Counter
 import pytest
 from rich.console import Console
 
-from sim.cli import main
-from sim.hunt.cli import hunt_progress
-from sim.show import table
-from sim.show.report import LOUD
-from sim.show.table import DEFAULT_WIDTH, MIN_WIDTH, Table, fit, fits, wrap
-from sim.sweep.cli import sweep_progress
+from platform_testbed.sim.cli.hunt import hunt_progress
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.cli.sweep import sweep_progress
+from platform_testbed.sim.show import table
+from platform_testbed.sim.show.report import LOUD
+from platform_testbed.sim.show.table import DEFAULT_WIDTH, MIN_WIDTH, Table, fit, fits, wrap
 
 WIDTHS = (80, 200)
 
@@ -277,7 +277,7 @@ def test_a_table_with_no_room_loses_nothing():
 
 _USER_CHECK = '''
 from dataclasses import dataclass
-from checks import Verdict, Wait
+from platform_testbed.checks import Verdict, Wait
 
 @dataclass(frozen=True)
 class Long:
@@ -389,8 +389,8 @@ def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 def test_every_subcommand_has_a_description():
     """`testbed X --help` says what X does, above its options, for every subcommand."""
-    from sim.cli import build_parser  # noqa: PLC0415
-    from sim.completion import _subcommands  # noqa: PLC0415
+    from platform_testbed.sim.cli.completion import _subcommands  # noqa: PLC0415
+    from platform_testbed.sim.cli.parser import build_parser  # noqa: PLC0415
 
     for name, parser in _subcommands(build_parser()).items():
         assert parser.description, name

@@ -9,12 +9,10 @@ import pytest
 from hypothesis import HealthCheck, event, find, given, settings
 from hypothesis import strategies as st
 
-from checks import CountCheck, Look, TimestampCheck, Verdict, Wait, make_check
-from checks.protocol import Step
-from sim.platform.behavior import OOM_EXIT_CODE
-from sim.platform.profiles import PROFILES
-from sim.publish.world import run as simulate
-from sim.strategies import (
+from platform_testbed.checks import CountCheck, Look, TimestampCheck, Verdict, Wait, make_check
+from platform_testbed.checks.protocol import Step
+from platform_testbed.sim.config.profiles import PROFILES
+from platform_testbed.sim.kit.strategies import (
     KINDS,
     SLOW_CRASH_MS,
     GuaranteeBroken,
@@ -26,7 +24,9 @@ from sim.strategies import (
     outcome,
     worlds,
 )
-from sim.testing import PUBLISH_MS, App, MachineHistory, Run, World, drive_world, world
+from platform_testbed.sim.kit.testing import PUBLISH_MS, App, MachineHistory, Run, World, drive_world, world
+from platform_testbed.sim.platform.behavior import OOM_EXIT_CODE
+from platform_testbed.sim.publish.world import run as simulate
 
 SEARCH = settings(max_examples=1_000, database=None, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow])
@@ -247,7 +247,7 @@ checks_to_drive = st.sampled_from(["timestamp", "count", "flyctl-smoke", "min-he
                 restart_counter=st.booleans(), horizon_s=120),
        check=checks_to_drive)
 def test_the_kit_and_the_simulator_show_the_same_snapshots(w: World, check: object) -> None:
-    """Same app, platform and looks: sim.testing.world and sim.publish.world show equal snapshots.
+    """Same app, platform and looks: sim.kit.testing.world and sim.publish.world show equal snapshots.
 
     A look in the very millisecond of a machine's change may see it either way in the
     simulator (SimPy orders same-time events by when they were scheduled), so the runs

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checks.timing import (
+from platform_testbed.checks.timing import (
     DEFAULT_MAX_REHEAL_S,
     DRAIN_RULE,
     GRACE_RULE,

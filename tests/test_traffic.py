@@ -8,7 +8,7 @@ import threading
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sim.traffic import generator, requests_per_segment
+from platform_testbed.sim.platform.traffic import generator, requests_per_segment
 
 
 @given(seed=st.integers(0, 2**64 - 1), rps=st.floats(0.1, 500), lengths=st.lists(

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from checks import BUILTIN_CHECKS
-from sim.cli import main
-from sim.loader import build_checks
-from sim.scenario import CheckTable
-from sim.sweep import load_sweep, run_sweep
-from sim.sweep.heatmap import miss_grid, save_heatmap
-from sim.sweep.units import check_names
+from platform_testbed.checks import BUILTIN_CHECKS
+from platform_testbed.sim.checkload.loader import build_checks
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.config.scenario import CheckTable
+from platform_testbed.sim.sweep import load_sweep, run_sweep
+from platform_testbed.sim.sweep.heatmap import miss_grid, save_heatmap
+from platform_testbed.sim.sweep.units import check_names
 
 CHECK = '''
 from dataclasses import dataclass
-from checks import Verdict, Wait
+from platform_testbed.checks import Verdict, Wait
 
 @dataclass(frozen=True)
 class PollCheck:

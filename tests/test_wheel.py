@@ -8,10 +8,10 @@ import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
 
-from sim import scenario
-from sim.publish.series import load_series
-from sim.rollout import config as rollout_config
-from sim.sweep.file import load_sweep
+from platform_testbed.sim.config import scenario
+from platform_testbed.sim.publish.series import load_series
+from platform_testbed.sim.rollout import config as rollout_config
+from platform_testbed.sim.sweep.file import load_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
@@ -20,7 +20,7 @@ SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setup
 def test_every_python_package_in_the_checkout_is_listed_for_the_wheel():
     """A package missing from the list is missing from the wheel (sim.hunt once was)."""
     on_disk = {
-        ".".join(p.parent.relative_to(ROOT).parts)
+        ".".join(["platform_testbed", *p.parent.relative_to(ROOT).parts])
         for top in ("checks", "sim") for p in (ROOT / top).rglob("__init__.py")
     }
     assert on_disk <= set(SETUPTOOLS["packages"])
@@ -28,12 +28,11 @@ def test_every_python_package_in_the_checkout_is_listed_for_the_wheel():
 
 def test_every_built_in_settings_file_is_package_data():
     """Each .toml under scenarios/ matches a package-data glob of the package mapped onto it."""
-    base = SETUPTOOLS["package-dir"]["sim._shipped"]
-    assert (ROOT / base).resolve() == (ROOT / "scenarios").resolve()
+    assert (ROOT / "platform_testbed" / "scenarios").resolve() == (ROOT / "scenarios").resolve()
     data = SETUPTOOLS["package-data"]
     for path in sorted((ROOT / "scenarios").rglob("*.toml")):
         rel = path.relative_to(ROOT / "scenarios")
-        package = ".".join(["sim._shipped", *rel.parent.parts])
+        package = ".".join(["platform_testbed.scenarios", *rel.parent.parts])
         assert any(fnmatch(rel.name, g) for g in data.get(package, [])), rel
 
 

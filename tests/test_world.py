@@ -6,12 +6,12 @@ import random
 
 import simpy
 
-from checks import TimestampCheck
-from sim import scenario
-from sim.platform import behavior
-from sim.platform.machine import Image, Machine
-from sim.publish import world
-from sim.scenario import AppTable, PlatformTable
+from platform_testbed.checks import TimestampCheck
+from platform_testbed.sim.config import scenario
+from platform_testbed.sim.config.scenario import AppTable, PlatformTable
+from platform_testbed.sim.platform import behavior
+from platform_testbed.sim.platform.machine import Image, Machine
+from platform_testbed.sim.publish import world
 
 
 def _machine(app: AppTable, **rules: object) -> tuple[simpy.Environment, Machine]:

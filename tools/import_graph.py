@@ -1,53 +1,33 @@
-"""Print the import graph of the project's packages and check the layout rules.
+"""Print the import graph of the project's packages and check the rules between them.
 
-Run ``python tools/import_graph.py`` (or ``make graph``) to print every module of
-``checks`` and ``sim`` with its layer, its line count and the project modules it
-imports; then the number of levels (modules on the longest import path) and the
-number of edges. ``--check`` prints nothing but one line per violation and exits 1
-when there is one (0 otherwise). The graph is read from the sources with ``ast``; no
-project module is imported, so a broken module cannot hide an edge.
+Run ``python tools/import_graph.py`` (or ``make graph``) to print the packages, the rules
+between them and the package graph, then every module with its line count and the
+project modules it imports. ``--check`` prints nothing but one line per violation and
+exits 1 when there is one (0 otherwise). The graph is read from the sources with
+``ast``; no project module is imported, so a broken module cannot hide an edge.
 
-What counts as an edge: every ``import`` and ``from ... import`` of a project module,
-at module level or inside a function (a lazy import still couples the two modules).
-``from pkg import name`` is an edge to ``pkg.name`` when that is a module, otherwise
-to ``pkg`` (its ``__init__``). Imports under ``if TYPE_CHECKING:`` are listed apart and
-are not edges: they never run. A package's ``__init__`` is a node of its own; the
-implicit "importing ``pkg.mod`` runs ``pkg/__init__``" is not an edge, or every package
-that re-exports its modules (as SimPy's does) would be a cycle.
+Modules are named by their folder in the repository (``sim.publish.world``,
+``checks.model``); they install as ``platform_testbed.sim...`` and
+``platform_testbed.checks...``, and an import of either spelling is the same edge.
 
-Rules (``--check``):
+What counts as an edge: every ``import`` and ``from ... import`` of a project module, at
+module level, inside a function (a lazy import still couples the two modules) or under
+``if TYPE_CHECKING:`` (a hint still ties the two ideas; type-only edges are printed apart
+but obey every rule). ``from pkg import name`` is an edge to ``pkg.name`` when that is a
+module, otherwise to ``pkg`` (its ``__init__``). A package's ``__init__`` is a node of its
+own; the implicit "importing ``pkg.mod`` runs ``pkg/__init__``" is not an edge.
 
-1. No cycles between modules.
-2. ``checks`` imports nothing from ``sim`` and no third-party package: only itself and
-   the standard library (``sys.stdlib_module_names``), so a deploy tool can vendor it.
-3. Imports run down the layer table below: a module never imports a module of a
-   higher layer. In particular configuration (layer 1) never imports the model
-   (layer 3), and what users look at (layer 4) never reaches up into sweeps (layer 5),
-   as DESIGN.md asks ("nothing in show/ reaches up into sweep/").
-4. Nothing in ``sim.show`` imports ``sim.sweep`` (stated on its own as well, because it
-   is the rule DESIGN.md names).
-5. No module has more than ``MAX_LINES`` lines.
+The rules (``--check``), stated here and nowhere else:
 
-The layer table, worked out from what each module imports today (the most specific
-prefix wins; a module missing from it is a violation, so a new module gets a layer):
-
-====  ======================  ==============================================================
- 0    checks                  pure decision code: looks in, waits and verdicts out
- 1    configuration           settings, profiles, scenario tables, sweep and rollout files,
-                              check loading (loader, checkcmd)
- 2    engine                  traffic draws, event log, behaviours
- 3    model                   machine, publish world/site/compare, rollout world, test kit
-                              (testing, strategies), recordings
- 4    presentation            reports, timelines, plots, explore; rollout report/timeline
- 5    sweeps                  sweep units/run/output/heatmap; rollout sweep; hunt (a search
-                              over worlds)
- 6    entry points            the command lines
-====  ======================  ==============================================================
-
-Configuration sits above ``checks`` only: ``sim.sweep.file`` and ``sim.loader`` load
-checks by name, and ``sim.checkcmd`` is a check (it speaks JSON Lines to a subprocess),
-so they are configuration-time code that never needs a machine. ``sim.rollout.expect``
-reads a rollout result and so sits with presentation.
+1. No cycle between modules, type-only edges included.
+2. No cycle between packages, type-only edges included.
+3. ``checks`` imports nothing from ``sim`` and no third-party package: only itself (by
+   relative imports, so a deploy tool can vendor it under any name) and the standard
+   library.
+4. Each package imports only the packages ``RULES`` lets it import (below); a package
+   missing from ``RULES`` is a violation, so a new package is placed on purpose.
+5. The top of ``sim`` holds only the front doors: ``sim`` (its docstring), ``sim.api``
+   and ``sim.__main__``.
 """
 
 from __future__ import annotations
@@ -61,83 +41,37 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("checks", "sim")
-MAX_LINES = 400
+PREFIX = "platform_testbed."
 
-LAYER_NAMES = {
-    0: "checks",
-    1: "config",
-    2: "engine",
-    3: "model",
-    4: "show",
-    5: "sweeps",
-    6: "entry",
+# Which package may import which: the one place these rules are stated. Read it bottom-up:
+# decision code, configuration, the process around a run, checks by name, the model, the
+# publish, what users look at, the searches over worlds, the entry points.
+_BASE = {"checks", "sim.config"}
+RULES: dict[str, frozenset[str]] = {
+    "checks": frozenset(),
+    "sim": frozenset(),
+    "sim.config": frozenset({"checks"}),
+    "sim.runtime": frozenset(_BASE),
+    "sim.checkcmd": frozenset(_BASE),
+    "sim.checkload": frozenset(_BASE | {"sim.checkcmd", "sim.runtime"}),
+    "sim.platform": frozenset(_BASE),
+    "sim.publish": frozenset(_BASE | {"sim.runtime", "sim.checkload", "sim.platform"}),
+    "sim.kit": frozenset(_BASE | {"sim.platform"}),
+    "sim.show": frozenset(_BASE | {"sim.runtime", "sim.checkload", "sim.platform", "sim.publish"}),
+    "sim.rollout": frozenset(_BASE | {"sim.runtime", "sim.platform", "sim.show"}),
+    "sim.sweep": frozenset(_BASE | {"sim.runtime", "sim.checkload", "sim.platform", "sim.publish",
+                                    "sim.show"}),
+    "sim.hunt": frozenset(_BASE | {"sim.runtime", "sim.checkload", "sim.platform", "sim.publish",
+                                   "sim.show", "sim.checkcmd"}),
+    "sim.cli": frozenset({"checks", "sim.config", "sim.runtime", "sim.checkcmd", "sim.checkload",
+                          "sim.platform", "sim.publish", "sim.show", "sim.rollout", "sim.sweep",
+                          "sim.hunt"}),
+    "sim.api": frozenset({"checks", "sim.config", "sim.runtime", "sim.checkcmd", "sim.checkload",
+                          "sim.platform", "sim.publish", "sim.kit", "sim.show", "sim.rollout",
+                          "sim.sweep", "sim.hunt", "sim.cli"}),
+    "sim.__main__": frozenset({"sim.cli"}),
 }
-
-# Most specific prefix wins (see the module docstring for the reasons).
-LAYERS: dict[str, int] = {
-    "checks": 0,
-    "sim": 1,  # the package docstring only (an exact entry, see EXACT)
-    "sim.settings": 1,
-    "sim.scenario": 1,
-    "sim.platform": 1,  # the package docstring only (an exact entry, see EXACT)
-    "sim.platform.profiles": 1,
-    "sim.sweep.file": 1,
-    "sim.rollout.config": 1,
-    "sim.loader": 1,
-    "sim.checkcmd": 1,
-    "sim.about": 1,
-    "sim.shipped": 1,  # the shipped files' names, standard library only (a shell's Tab)
-    "sim.frames": 1,  # to_pandas(): the optional pandas import and the result dtypes
-    "sim.outputs": 1,  # output paths judged before work, written atomically
-    "sim.checklimits": 1,  # --check-timeout / --max-looks, through the environment
-    "sim.signals": 1,  # Ctrl-C and SIGTERM as checks.drive.Interrupt
-    "sim.show.table": 1,  # tables and prose fitted to the terminal (rich only)
-    "sim.traffic": 2,
-    "sim.platform.eventlog": 2,
-    "sim.platform.serving": 2,
-    "sim.platform.behavior": 2,
-    "sim.platform.restarting": 2,  # flyd's restart policy (the machine's life asks it)
-    "sim.rollout.server": 2,
-    "sim.rollout.drain": 2,
-    "sim.rollout.traffic": 2,
-    "sim.platform.machine": 3,
-    "sim.publish": 3,
-    "sim.rollout.balancer": 3,
-    "sim.rollout.watchdog": 3,
-    "sim.rollout.deploy": 3,
-    "sim.rollout.result": 3,
-    "sim.rollout.world": 3,
-    "sim.testing": 3,
-    "sim.strategies": 3,  # the test kit's hypothesis strategies, over sim.testing
-    "sim.recording": 3,
-    "sim.show": 4,
-    "sim.junit": 4,  # CI's view of results (JUnit XML), beside the reports
-    "sim.expect": 4,  # replay --expect: judged on replay rows
-    "sim.compareopts": 4,  # compare's --details (JSON Lines), --summary, run limit
-    "sim.rollout.expect": 4,
-    "sim.rollout.report": 4,
-    "sim.rollout.timeline": 4,
-    "sim.rollout.runs": 4,  # a scenario over seeds as one value: --json and to_pandas()
-    "sim.sweep": 5,
-    "sim.rollout.sweep": 5,
-    "sim.hunt": 5,
-    "sim.rollout": 6,  # __init__ re-exports config, result and world: the public face
-    "sim.cli": 6,
-    "sim.launch": 6,  # the console script: quiet signal handlers while sim.cli imports
-    "sim.commands": 6,  # list/compare/replay/checks/series handlers, imported when they run
-    "sim.parsers": 6,  # sweep/rollout/lint-timing arguments, apart from their heavy packages
-    "sim.api": 6,  # the Python front door: gathers loading, runs, comparisons and sweeps
-    "sim.completion": 6,  # `testbed completion` and the completers (argcomplete)
-    "sim.__main__": 6,
-    "sim.sweep.cli": 6,
-    "sim.rollout.cli": 6,
-    "sim.rollout.__main__": 6,
-}
-
-
-# Entries that place one module only, not the modules under it: a new top-level module of
-# ``sim`` or a new module of ``sim.platform`` must be given its own layer.
-EXACT = frozenset({"sim", "sim.platform"})
+FRONT_DOORS = frozenset({"sim", "sim.api", "sim.__main__"})
 
 
 @dataclass
@@ -211,7 +145,10 @@ def scan(root: Path = ROOT) -> dict[str, Module]:
                     pkg = pkg[: len(pkg) - node.level + 1]
                     base = ".".join([*pkg, base] if base else pkg)
                 targets = [f"{base}.{alias.name}" for alias in node.names]
-            for target in targets:
+            for raw in targets:
+                if raw.startswith(PREFIX) and mod.name.split(".")[0] == "checks":
+                    mod.external.add("platform_testbed")  # named apart by the checks rule
+                target = raw.removeprefix(PREFIX)
                 top = target.split(".")[0]
                 if top not in PACKAGES:
                     mod.external.add(top)
@@ -223,27 +160,18 @@ def scan(root: Path = ROOT) -> dict[str, Module]:
     return modules
 
 
-def layer_of(name: str) -> int | None:
-    """Return the layer of module ``name`` from ``LAYERS`` (most specific prefix)."""
-    parts = name.split(".")
-    for n in range(len(parts), 0, -1):
-        prefix = ".".join(parts[:n])
-        if prefix in EXACT and prefix != name:
-            continue
-        if prefix in LAYERS:
-            return LAYERS[prefix]
-    return None
+def _edges(mod: Module) -> set[str]:
+    return mod.imports | mod.type_only
 
 
-def find_cycle(modules: dict[str, Module]) -> list[str] | None:
-    """Return one import cycle as a list of modules (first repeated last), or None."""
+def _cycle(nodes: Iterable[str], edges: dict[str, set[str]]) -> list[str] | None:
     colour: dict[str, int] = {}
     stack: list[str] = []
 
     def visit(name: str) -> list[str] | None:
         colour[name] = 1
         stack.append(name)
-        for dep in sorted(modules[name].imports):
+        for dep in sorted(edges.get(name, ())):
             if colour.get(dep) == 1:
                 return [*stack[stack.index(dep):], dep]
             if dep not in colour and (found := visit(dep)):
@@ -252,10 +180,21 @@ def find_cycle(modules: dict[str, Module]) -> list[str] | None:
         colour[name] = 2
         return None
 
-    for name in sorted(modules):
+    for name in sorted(nodes):
         if name not in colour and (found := visit(name)):
             return found
     return None
+
+
+def find_cycle(modules: dict[str, Module]) -> list[str] | None:
+    """Return one import cycle between modules (first repeated last), or None."""
+    return _cycle(modules, {n: _edges(m) for n, m in modules.items()})
+
+
+def find_package_cycle(modules: dict[str, Module]) -> list[str] | None:
+    """Return one import cycle between packages (first repeated last), or None."""
+    graph = package_graph(modules)
+    return _cycle(graph, graph)
 
 
 def levels(modules: dict[str, Module]) -> tuple[int, list[str]]:
@@ -264,7 +203,7 @@ def levels(modules: dict[str, Module]) -> tuple[int, list[str]]:
 
     def longest(name: str) -> list[str]:
         if name not in memo:
-            below = [longest(dep) for dep in sorted(modules[name].imports)]
+            below = [longest(dep) for dep in sorted(_edges(modules[name]))]
             memo[name] = [name, *max(below, key=len, default=[])]
         return memo[name]
 
@@ -272,55 +211,76 @@ def levels(modules: dict[str, Module]) -> tuple[int, list[str]]:
     return len(path), path
 
 
+def package_of(name: str) -> str:
+    """Return the package ``name`` belongs to: ``checks``, ``sim.<pkg>`` or a front door."""
+    parts = name.split(".")
+    if parts[0] == "checks":
+        return "checks"
+    return ".".join(parts[:2])
+
+
+def package_graph(modules: dict[str, Module]) -> dict[str, set[str]]:
+    """Return the module edges (type-only included) collapsed onto packages."""
+    out: dict[str, set[str]] = {package_of(n): set() for n in modules}
+    for name, mod in modules.items():
+        for dep in _edges(mod):
+            if package_of(dep) != package_of(name):
+                out[package_of(name)].add(package_of(dep))
+    return out
+
+
 def violations(modules: dict[str, Module]) -> list[str]:
     """Return one line per broken rule (see the module docstring), in a stable order."""
     out: list[str] = []
-    cycle = find_cycle(modules)
-    if cycle:
+    if cycle := find_cycle(modules):
         out.append("cycle: " + " -> ".join(cycle))
+    if cycle := find_package_cycle(modules):
+        out.append("package cycle: " + " -> ".join(cycle))
     stdlib = set(sys.stdlib_module_names) | {"__future__"}
     for name, mod in sorted(modules.items()):
-        if name.split(".")[0] == "checks":
-            for dep in sorted(mod.imports | mod.type_only):
+        pkg = package_of(name)
+        if pkg == "checks":
+            for dep in sorted(_edges(mod)):
                 if not dep.startswith("checks"):
                     out.append(f"checks imports sim: {name} imports {dep}")
-            for ext in sorted(mod.external - stdlib):
+            for ext in sorted(mod.external - stdlib - {"platform_testbed"}):
                 out.append(f"checks imports a third-party package: {name} imports {ext}")
-        mine = layer_of(name)
-        if mine is None:
-            out.append(f"no layer: {name} is not in the LAYERS table of tools/import_graph.py")
-        for dep in sorted(mod.imports):
-            theirs = layer_of(dep)
-            if mine is not None and theirs is not None and theirs > mine:
-                out.append(
-                    f"upward import: {name} (layer {mine} {LAYER_NAMES[mine]}) imports "
-                    f"{dep} (layer {theirs} {LAYER_NAMES[theirs]})"
-                )
-            if (name == "sim.show" or name.startswith("sim.show.")) and (
-                dep == "sim.sweep" or dep.startswith("sim.sweep.")
-            ):
-                out.append(f"show reaches into sweep: {name} imports {dep}")
-        if mod.lines > MAX_LINES:
-            out.append(f"too long: {name} has {mod.lines} lines (at most {MAX_LINES})")
+            if "platform_testbed" in mod.external:
+                out.append(f"checks imports itself by an absolute name: {name} (use relative imports)")
+        if package_of(name) == name and name.startswith("sim.") and mod.path.name != "__init__.py" \
+                and name not in FRONT_DOORS:
+            out.append(f"not a front door: {name} sits at the top of sim (place it in a package)")
+        if pkg not in RULES:
+            out.append(f"no rule: package {pkg} is not in the RULES table of tools/import_graph.py")
+            continue
+        for dep in sorted(_edges(mod)):
+            theirs = package_of(dep)
+            if theirs != pkg and theirs not in RULES[pkg]:
+                kind = " (type-only)" if dep not in mod.imports else ""
+                out.append(f"not allowed: {name} imports {dep}{kind} ({pkg} may not import {theirs})")
     return out
 
 
 def render(modules: dict[str, Module]) -> str:
-    """Return the printed graph: one line per module, then levels, edges and lines."""
-    rows = []
-    def order(name: str) -> tuple[int, str]:
-        layer = layer_of(name)
-        return (99 if layer is None else layer, name)
-
-    for name in sorted(modules, key=order):
-        mod, layer = modules[name], layer_of(name)
-        tag = f"{layer} {LAYER_NAMES[layer]}" if layer is not None else "? none"
+    """Return the printed graph: packages and their rules, the package graph, then modules."""
+    rows = ["packages, what each may import (RULES), and what it does import:"]
+    graph = package_graph(modules)
+    for pkg in sorted(graph, key=lambda p: (len(RULES.get(p, ())), p)):
+        lines = sum(m.lines for n, m in modules.items() if package_of(n) == pkg)
+        count = sum(package_of(n) == pkg for n in modules)
+        rows.append(f"  {pkg:<14} {count:>3} modules {lines:>6} lines")
+        rows.append(f"      may import: {', '.join(sorted(RULES.get(pkg, ()))) or '-'}")
+        rows.append(f"      imports:    {', '.join(sorted(graph[pkg])) or '-'}")
+    rows.append("")
+    rows.append("modules:")
+    for name in sorted(modules):
+        mod = modules[name]
         deps = ", ".join(sorted(mod.imports)) or "-"
-        line = f"{tag:<9} {name:<28} {mod.lines:>4}  -> {deps}"
+        line = f"  {name:<30} {mod.lines:>4}  -> {deps}"
         if mod.type_only:
             line += f"   [TYPE_CHECKING: {', '.join(sorted(mod.type_only))}]"
         rows.append(line)
-    n_edges = sum(len(m.imports) for m in modules.values())
+    n_edges = sum(len(_edges(m)) for m in modules.values())
     if find_cycle(modules) is None:
         n_levels, path = levels(modules)
         rows.append(f"levels: {n_levels} (longest path: {' -> '.join(path)})")
@@ -334,29 +294,7 @@ def render(modules: dict[str, Module]) -> str:
             for m in sorted(modules.values(), key=lambda m: (-m.lines, m.name))[:3]
         )
     )
-    rows.append("packages (a top-level sim module counts as its own package):")
-    pkg_edges = package_graph(modules)
-    for pkg, pkg_deps in sorted(pkg_edges.items()):
-        rows.append(f"  {pkg:<16} -> {', '.join(sorted(pkg_deps)) or '-'}")
     return "\n".join(rows)
-
-
-def package_of(name: str) -> str:
-    """Return the package ``name`` belongs to: ``checks``, ``sim.<pkg>`` or itself."""
-    parts = name.split(".")
-    if parts[0] == "checks":
-        return "checks"
-    return ".".join(parts[:2])
-
-
-def package_graph(modules: dict[str, Module]) -> dict[str, set[str]]:
-    """Return the module edges collapsed onto packages (edges inside a package dropped)."""
-    out: dict[str, set[str]] = {package_of(n): set() for n in modules}
-    for name, mod in modules.items():
-        for dep in mod.imports:
-            if package_of(dep) != package_of(name):
-                out[package_of(name)].add(package_of(dep))
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:

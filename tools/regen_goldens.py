@@ -20,11 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sim import scenario  # noqa: E402
-from sim.cli import main  # noqa: E402
-from sim.rollout.__main__ import main as rollout_main  # noqa: E402
-from sim.rollout.config import rollouts_dir, shipped  # noqa: E402
-from sim.show.table import DEFAULT_WIDTH  # noqa: E402
+from platform_testbed.sim.cli.parser import main  # noqa: E402
+from platform_testbed.sim.config import scenario  # noqa: E402
+from platform_testbed.sim.rollout.config import rollouts_dir, shipped  # noqa: E402
+from platform_testbed.sim.show.table import DEFAULT_WIDTH  # noqa: E402
 
 # Tables are drawn at COLUMNS (sim/show/table.py): the goldens at the width off a terminal,
 # whatever terminal runs this (tests/conftest.py pins the same for the tests).
@@ -48,7 +47,7 @@ def main_() -> None:
                               check=True, cwd=ROOT)
         script.with_suffix(".out").write_text(done.stdout, encoding="utf-8")
     for name in sorted(shipped()):
-        text = _stdout(rollout_main, ["rollout", name, "--runs", "5"])
+        text = _stdout(main, ["rollout", name, "--runs", "5"])
         (rollouts_dir() / f"{name}.out").write_text(text, encoding="utf-8")
     readme = ROOT / "README.md"
 

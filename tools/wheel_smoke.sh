@@ -28,7 +28,7 @@ testbed=$work/venv/bin/testbed
 # From here on nothing may come from the checkout: a folder of its own, no PYTHONPATH.
 mkdir "$work/cwd" && cd "$work/cwd"
 unset PYTHONPATH TESTBED_SCENARIOS
-where=$("$work/venv/bin/python" -c 'import sim; print(sim.__file__)')
+where=$("$work/venv/bin/python" -c 'import platform_testbed.sim as sim; print(sim.__file__)')
 case $where in "$work"/venv/*) ;; *) fail "sim imported from $where, not the venv" ;; esac
 
 run() { printf '$ testbed %s\n' "$*" >&2; "$testbed" "$@"; }

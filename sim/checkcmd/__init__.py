@@ -18,7 +18,7 @@ POSIX only: the child runs in its own session so that ``close`` can kill it toge
 with anything it started (no orphans), and pipes are polled with ``selectors``.
 """
 
-from sim.checkcmd.check import (
+from platform_testbed.sim.checkcmd.check import (
     CLOSE_GRACE_S,
     DEFAULT_TIMEOUT_S,
     CommandCheck,
@@ -26,13 +26,13 @@ from sim.checkcmd.check import (
     derive_name,
     split_command,
 )
-from sim.checkcmd.child import (
+from platform_testbed.sim.checkcmd.child import (
     MAX_ANSWER_BYTES,
     STDERR_KEEP_BYTES,
     STDERR_TAIL_LINES,
     ExternalCheckError,
 )
-from sim.checkcmd.spec import (
+from platform_testbed.sim.checkcmd.spec import (
     SPEC_PREFIX,
     CommandSpec,
     add_arguments,
@@ -41,7 +41,14 @@ from sim.checkcmd.spec import (
     rules,
     with_commands,
 )
-from sim.checkcmd.wire import PROTOCOL, AnswerError, look_to_api, parse_answer, request_line, schema
+from platform_testbed.sim.checkcmd.wire import (
+    PROTOCOL,
+    AnswerError,
+    look_to_api,
+    parse_answer,
+    request_line,
+    schema,
+)
 
 __all__ = [
     "CLOSE_GRACE_S", "DEFAULT_TIMEOUT_S", "MAX_ANSWER_BYTES", "PROTOCOL", "SPEC_PREFIX",

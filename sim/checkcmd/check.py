@@ -10,10 +10,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from checks.model import Look
-from checks.protocol import Step
-from sim.checkcmd.child import Child, ExternalCheckError
-from sim.checkcmd.wire import AnswerError, look_to_api, parse_answer, request_line, shorten
+from platform_testbed.checks.model import Look
+from platform_testbed.checks.protocol import Step
+from platform_testbed.sim.checkcmd.child import Child, ExternalCheckError
+from platform_testbed.sim.checkcmd.wire import AnswerError, look_to_api, parse_answer, request_line, shorten
 
 #: Per-call limit on one answer (assumed: generous for a check that only does arithmetic,
 #: yet short enough that a hung child costs one run seconds, not minutes).

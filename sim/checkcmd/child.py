@@ -11,7 +11,7 @@ import time
 import weakref
 from collections.abc import Sequence
 
-from sim.checkcmd.wire import shorten
+from platform_testbed.sim.checkcmd.wire import shorten
 
 #: An answer is a few hundred bytes; a child streaming more without a newline is broken.
 MAX_ANSWER_BYTES = 1 << 20

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sim.checkcmd.check import DEFAULT_TIMEOUT_S, CommandCheck, derive_name, split_command
-from sim.checkcmd.wire import PROTOCOL, is_number
-from sim.settings import BadInput
+from platform_testbed.sim.checkcmd.check import DEFAULT_TIMEOUT_S, CommandCheck, derive_name, split_command
+from platform_testbed.sim.checkcmd.wire import PROTOCOL, is_number
+from platform_testbed.sim.config.settings import BadInput
 
 #: How check lists spell a command check, e.g. ``cmd:node examples/checks/timestamp.js``.
 SPEC_PREFIX = "cmd:"

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-from checks.flyapi import machine_to_api
-from checks.model import Look, Verdict, Wait
-from checks.protocol import Step
+from platform_testbed.checks.flyapi import machine_to_api
+from platform_testbed.checks.model import Look, Verdict, Wait
+from platform_testbed.checks.protocol import Step
 
 #: The protocol version every request carries; a child should refuse one it does not know.
 PROTOCOL = 1
@@ -39,7 +39,8 @@ def request_line(
 
 def schema(kind: str) -> dict[str, Any]:
     """The shipped JSON Schema of a ``"request"`` or an ``"answer"``."""
-    text = resources.files("sim").joinpath(f"schemas/check-{kind}.schema.json").read_text("utf-8")
+    schemas = resources.files("platform_testbed.sim").joinpath("schemas")
+    text = schemas.joinpath(f"check-{kind}.schema.json").read_text("utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 

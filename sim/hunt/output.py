@@ -11,12 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from sim.hunt.search import WRONG, Found, HuntResult
-from sim.hunt.space import ASSUMED, changes, changes_text, lookup, shown
-from sim.outputs import check_output, write_atomic
-from sim.scenario import validate
-from sim.settings import BadInput
-from sim.show.table import Table, command, fit, width, wrap
+from platform_testbed.sim.config.scenario import validate
+from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.hunt.search import WRONG, Found, HuntResult
+from platform_testbed.sim.hunt.space import ASSUMED, changes, changes_text, lookup, shown
+from platform_testbed.sim.runtime.outputs import check_output, write_atomic
+from platform_testbed.sim.show.table import Table, command, fit, width, wrap
 
 #: The scenario's tables, in the order a scenario file is usually written.
 TABLES = ("platform", "previous", "release", "check", "publish", "reconciler", "traffic")
@@ -134,7 +134,7 @@ def write_found(result: HuntResult, out: Path, check_arg: str) -> list[Path]:
     """Write every world found into ``out``; return the paths, in the order found.
 
     Each file is written whole or not at all, with the umask's permissions
-    (``sim.outputs.write_atomic``). The names are known only now: each is judged before
+    (``sim.runtime.outputs.write_atomic``). The names are known only now: each is judged before
     the first file is written (a directory or a link in the way is one line, not a
     traceback, and the link is not replaced).
     """

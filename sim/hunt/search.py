@@ -28,13 +28,13 @@ from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
 from hypothesis.errors import NoSuchExample
 from hypothesis.strategies import SearchStrategy
 
-from checks import Check, Event
-from sim.frames import FLOAT, OUTCOME, TEXT, frame
-from sim.hunt.space import World, apply, changes_text, worlds
-from sim.loader import load_checks
-from sim.publish.world import RunResult, run
-from sim.scenario import Scenario
-from sim.signals import reraise_pending
+from platform_testbed.checks import Check, Event
+from platform_testbed.sim.checkload.loader import load_checks
+from platform_testbed.sim.config.scenario import Scenario
+from platform_testbed.sim.hunt.space import World, apply, changes_text, worlds
+from platform_testbed.sim.publish.world import RunResult, run
+from platform_testbed.sim.runtime.frames import FLOAT, OUTCOME, TEXT, frame
+from platform_testbed.sim.runtime.signals import reraise_pending
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -17,8 +17,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from sim.platform.profiles import PROFILES
-from sim.scenario import BEHAVIORS, Scenario, validate
+from platform_testbed.sim.config.profiles import PROFILES
+from platform_testbed.sim.config.scenario import BEHAVIORS, Scenario, validate
 
 #: One world: the overrides on the base scenario, in the order they were drawn.
 World = tuple[tuple[str, Any], ...]
@@ -54,7 +54,7 @@ BEHAVIOR_KEYS: dict[str, tuple[str, ...]] = {
     "oom": ("crash_after_s",),
 }
 
-#: Keys a found world may set whose real value on Fly is not public (sim/scenario.py
+#: Keys a found world may set whose real value on Fly is not public (sim/config/scenario.py
 #: PlatformTable and docs/fidelity.md give the evidence for each).
 ASSUMED = (
     "platform.event_log_cap",

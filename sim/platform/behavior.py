@@ -1,7 +1,7 @@
 """App behaviours per image: how long a start takes, and when and how the app exits.
 
 The behaviour's parameters are the scenario's ``[previous]``/``[release]`` table itself
-(``sim.scenario.AppTable``): declared once, read here.
+(``sim.config.scenario.AppTable``): declared once, read here.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import random
 
-from sim.scenario import AppTable
+from platform_testbed.sim.config.scenario import AppTable
 
 #: The exit code of a process the kernel's OOM killer ended (128 + SIGKILL).
 OOM_EXIT_CODE = 137

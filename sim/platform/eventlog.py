@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from itertools import islice
 
-from checks.model import Event
+from platform_testbed.checks.model import Event
 
 # An event as the machine records it: ``Event``'s fields in order (timestamp in platform
 # ms). It becomes an ``Event`` only if a look reads it, and then only once, with one

@@ -2,7 +2,7 @@
 
 A machine's life, in one place: it boots, reads ``started``, runs until its app exits
 (``sim.platform.behavior``), and the restart policy (``sim.platform.restarting``) decides
-whether flyd boots it again. Every change writes the events its profile (``sim.platform.profiles``)
+whether flyd boots it again. Every change writes the events its profile (``sim.config.profiles``)
 declares for it into the capped event list.
 """
 
@@ -16,13 +16,13 @@ from typing import Any
 
 import simpy
 
-from checks import Event, MachineSnapshot
-from sim.platform import behavior
-from sim.platform.eventlog import EventLog, Record
-from sim.platform.profiles import PROFILES, Spec
-from sim.platform.restarting import recent_restarts, restarts
-from sim.platform.serving import Serving
-from sim.scenario import AppTable, PlatformTable
+from platform_testbed.checks import Event, MachineSnapshot
+from platform_testbed.sim.config.profiles import PROFILES, Spec
+from platform_testbed.sim.config.scenario import AppTable, PlatformTable
+from platform_testbed.sim.platform import behavior
+from platform_testbed.sim.platform.eventlog import EventLog, Record
+from platform_testbed.sim.platform.restarting import recent_restarts, restarts
+from platform_testbed.sim.platform.serving import Serving
 
 
 @dataclass(frozen=True, slots=True)

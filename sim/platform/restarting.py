@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from sim.scenario import RestartPolicy
+from platform_testbed.sim.config.scenario import RestartPolicy
 
 
 def restarts(

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from checks import Check, Event
-from checks.drive import check_name
-from sim.frames import BOOL, FLOAT, INT, OUTCOME, TEXT, frame
-from sim.loader import CheckSetup
-from sim.publish.world import RecordedLook, RunResult, ground_truth, run_checks
-from sim.scenario import OUTCOMES, Outcome, Scenario
+from platform_testbed.checks import Check, Event
+from platform_testbed.checks.drive import check_name
+from platform_testbed.sim.checkload.loader import CheckSetup
+from platform_testbed.sim.config.scenario import OUTCOMES, Outcome, Scenario
+from platform_testbed.sim.publish.world import RecordedLook, RunResult, ground_truth, run_checks
+from platform_testbed.sim.runtime.frames import BOOL, FLOAT, INT, OUTCOME, TEXT, frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -325,7 +325,7 @@ def compare(
     """Every check in every seed's world; the release's badness is judged once per seed.
 
     ``on_result`` sees each run's full result (e.g. to record its looks) as it finishes;
-    ``setups`` (from ``sim.loader.build_checks``) say which options each check ran with.
+    ``setups`` (from ``sim.checkload.loader.build_checks``) say which options each check ran with.
     With ``keep_runs=False`` no run is kept (memory flat in the number of seeds): the
     summary comes from running tallies, and ``on_run`` sees each seed's runs as they end.
     """

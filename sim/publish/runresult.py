@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from checks import Event, Look, Verdict
-from sim.publish.site import SiteTally
-from sim.scenario import Outcome
+from platform_testbed.checks import Event, Look, Verdict
+from platform_testbed.sim.config.scenario import Outcome
+from platform_testbed.sim.publish.site import SiteTally
 
 
 class RecordedLook(NamedTuple):

@@ -15,13 +15,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from checks.drive import check_name
-from sim import scenario as scenarios
-from sim.loader import load_checks
-from sim.publish.world import RunResult, run_checks
-from sim.scenario import Outcome, Scenario
-from sim.settings import BadInput, apply_sets, locate, read_toml, validated
-from sim.show.table import Table, counted, fit, width
+from platform_testbed.checks.drive import check_name
+from platform_testbed.sim.checkload.loader import load_checks
+from platform_testbed.sim.config import scenario as scenarios
+from platform_testbed.sim.config.scenario import Outcome, Scenario
+from platform_testbed.sim.config.settings import BadInput, apply_sets, locate, read_toml, validated
+from platform_testbed.sim.publish.world import RunResult, run_checks
 
 
 class _Table(BaseModel):
@@ -124,33 +123,3 @@ def run_series(path: str, specs: Sequence[str]) -> SeriesResult:
         dict(spec.expect_late_failures),
     )
 
-
-def render(result: SeriesResult, checks: Sequence[str], at: int | None = None) -> str:
-    """The series as a table (fitted to ``at`` columns): a row per publish, a column per check."""
-    at = width() if at is None else at
-    lines = [f"{result.name} · {counted(len(result.publishes), 'publish', 'publishes')}", ""]
-    rows = []
-    for publish in result.publishes:
-        by_check = {r.check: r for r in publish.results}
-        cells = []
-        for check in checks:
-            r = by_check[check]
-            # The same form as every other time printed: +150.0 s.
-            late = f" late +{r.late_failure_at_s:.1f} s" if r.late_failure_at_s is not None else ""
-            cells.append(f"{r.outcome}{late}")
-        rows.append([publish.label, *cells])
-    lines.append(fit(Table(["publish", *checks], rows, across="check"), at))
-    lines.append("")
-    for check in checks:
-        outcomes = result.outcomes(check)
-        live = sum(o in ("missed", "passed") for o in outcomes)
-        lines.append(
-            f"{check}: {live} of {counted(len(outcomes), 'publish', 'publishes')} marked live, "
-            f"{result.late_failures(check)} failed late by the reconciler"
-        )
-    if result.failed_expectations:
-        lines += ["expectations FAILED:", *(f"  {line}" for line in result.failed_expectations)]
-    elif result.expect_late_failures:
-        held = ", ".join(f"{c} {n}" for c, n in result.expect_late_failures.items())
-        lines.append(f"expectations held (late failures): {held}")
-    return "\n".join(line.rstrip() for line in lines)

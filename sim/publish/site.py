@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sim.platform.serving import Serving
-from sim.traffic import requests_per_segment
+from platform_testbed.sim.platform.serving import Serving
+from platform_testbed.sim.platform.traffic import requests_per_segment
 
 if TYPE_CHECKING:
     import simpy

@@ -13,13 +13,13 @@ from typing import Any
 
 import simpy
 
-from checks import Check, Look, Verdict
-from checks.drive import CheckFailed, check_name, drive
-from sim.platform.machine import Image, Machine
-from sim.publish.gcpause import gc_paused
-from sim.publish.runresult import MachineTrace, RecordedLook, RunResult, Trace
-from sim.publish.site import DOWN_STATES, Site
-from sim.scenario import Scenario
+from platform_testbed.checks import Check, Look, Verdict
+from platform_testbed.checks.drive import CheckFailed, check_name, drive
+from platform_testbed.sim.config.scenario import Scenario
+from platform_testbed.sim.platform.machine import Image, Machine
+from platform_testbed.sim.publish.gcpause import gc_paused
+from platform_testbed.sim.publish.runresult import MachineTrace, RecordedLook, RunResult, Trace
+from platform_testbed.sim.publish.site import DOWN_STATES, Site
 
 # The result types live in ``sim.publish.runresult``; importable from here as before.
 __all__ = [

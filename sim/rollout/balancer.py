@@ -9,7 +9,7 @@ from typing import Any
 
 import simpy
 
-from sim.rollout.server import HealthAnswer, Server
+from platform_testbed.sim.rollout.server import HealthAnswer, Server
 
 
 @dataclass(frozen=True, slots=True)

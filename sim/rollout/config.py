@@ -13,10 +13,10 @@ from pydantic import (
     field_validator,
 )
 
-from checks.timing import DEFAULT_MAX_REHEAL_S, DrainTiming
-from sim.scenario import scenarios_dir
-from sim.settings import load_settings, validated
-from sim.shipped import shipped_rollouts
+from platform_testbed.checks.timing import DEFAULT_MAX_REHEAL_S, DrainTiming
+from platform_testbed.sim.config.scenario import scenarios_dir
+from platform_testbed.sim.config.settings import load_settings, validated
+from platform_testbed.sim.config.shipped import shipped_rollouts
 
 
 class _Table(BaseModel):

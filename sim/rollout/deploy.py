@@ -9,9 +9,9 @@ from typing import Any, Literal
 
 import simpy
 
-from sim.rollout.balancer import LoadBalancer
-from sim.rollout.drain import stop_plan
-from sim.rollout.server import FULL_COMPOSE, Server
+from platform_testbed.sim.rollout.balancer import LoadBalancer
+from platform_testbed.sim.rollout.drain import stop_plan
+from platform_testbed.sim.rollout.server import FULL_COMPOSE, Server
 
 DeployStatus = Literal["running", "succeeded", "failed"]
 

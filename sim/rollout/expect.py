@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sim.rollout.config import ExpectTable
-from sim.rollout.result import RolloutResult
+from platform_testbed.sim.rollout.config import ExpectTable
+from platform_testbed.sim.rollout.result import RolloutResult
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from checks.timing import TimingResult
-from sim.rollout.config import RolloutScenario
-from sim.rollout.expect import Expectation
-from sim.rollout.result import RolloutResult
-from sim.show.table import Table, counted, fit, width, wrap
+from platform_testbed.checks.timing import TimingResult
+from platform_testbed.sim.rollout.config import RolloutScenario
+from platform_testbed.sim.rollout.expect import Expectation
+from platform_testbed.sim.rollout.result import RolloutResult
+from platform_testbed.sim.show.table import Table, counted, fit, width, wrap
 
 
 def timing_json(results: Sequence[TimingResult]) -> list[dict[str, Any]]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sim.rollout.balancer import Probe, Transition
-from sim.rollout.deploy import ServerStep
-from sim.rollout.traffic import Segment
-from sim.rollout.watchdog import Repair
+from platform_testbed.sim.rollout.balancer import Probe, Transition
+from platform_testbed.sim.rollout.deploy import ServerStep
+from platform_testbed.sim.rollout.traffic import Segment
+from platform_testbed.sim.rollout.watchdog import Repair
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,20 +11,20 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from checks.timing import TimingResult, check_timing
-from sim.frames import BOOL, FLOAT, INT, TEXT, frame
-from sim.rollout.config import RolloutScenario
-from sim.rollout.expect import Expectation, check_expectations
-from sim.rollout.report import aggregate, rollout_json
-from sim.rollout.result import RolloutResult
-from sim.rollout.world import run
-from sim.settings import seed_values
+from platform_testbed.checks.timing import TimingResult, check_timing
+from platform_testbed.sim.config.settings import seed_values
+from platform_testbed.sim.rollout.config import RolloutScenario
+from platform_testbed.sim.rollout.expect import Expectation, check_expectations
+from platform_testbed.sim.rollout.report import aggregate, rollout_json
+from platform_testbed.sim.rollout.result import RolloutResult
+from platform_testbed.sim.rollout.world import run
+from platform_testbed.sim.runtime.frames import BOOL, FLOAT, INT, TEXT, frame
 
 if TYPE_CHECKING:
     import pandas as pd
 
 #: Version of the ``--json`` documents of ``testbed rollout`` and ``lint-timing``
-#: (sim/schemas/rollout.schema.json, lint-timing.schema.json); sim.rollout.cli prints it.
+#: (sim/schemas/rollout.schema.json, lint-timing.schema.json); sim.cli.rollout prints it.
 SCHEMA_VERSION = 1
 
 #: ``to_pandas()``: one row per run, the scalar fields of ``RolloutResult.summary()``

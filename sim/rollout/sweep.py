@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sim.rollout.config import RolloutScenario
-from sim.rollout.world import run
+from platform_testbed.sim.rollout.config import RolloutScenario
+from platform_testbed.sim.rollout.world import run
 
 
 @dataclass(frozen=True, slots=True)

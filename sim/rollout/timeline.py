@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.rollout.result import RolloutResult
-from sim.rollout.server import HealthAnswer
+from platform_testbed.sim.rollout.result import RolloutResult
+from platform_testbed.sim.rollout.server import HealthAnswer
 
 
 @dataclass(frozen=True, slots=True)

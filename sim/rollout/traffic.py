@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.traffic import generator
+from platform_testbed.sim.platform.traffic import generator
 
 
 @dataclass(frozen=True, slots=True)

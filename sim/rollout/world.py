@@ -6,13 +6,13 @@ import random
 
 import simpy
 
-from sim.rollout.balancer import HealthRules, LoadBalancer
-from sim.rollout.config import RolloutScenario
-from sim.rollout.deploy import DeployRules, RollingDeploy
-from sim.rollout.result import RolloutResult, ServerOutcome, Trace
-from sim.rollout.server import FULL_COMPOSE, Server
-from sim.rollout.traffic import RoutingTimeline
-from sim.rollout.watchdog import Watchdog, WatchdogRules
+from platform_testbed.sim.rollout.balancer import HealthRules, LoadBalancer
+from platform_testbed.sim.rollout.config import RolloutScenario
+from platform_testbed.sim.rollout.deploy import DeployRules, RollingDeploy
+from platform_testbed.sim.rollout.result import RolloutResult, ServerOutcome, Trace
+from platform_testbed.sim.rollout.server import FULL_COMPOSE, Server
+from platform_testbed.sim.rollout.traffic import RoutingTimeline
+from platform_testbed.sim.rollout.watchdog import Watchdog, WatchdogRules
 
 OLD_RELEASE, NEW_RELEASE = "v1", "v2"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from checks import Check, Event
-from sim.loader import load_checks
-from sim.publish.world import RecordedLook, RunResult, ground_truth, run
-from sim.scenario import Scenario, apply_sets, validate
+from platform_testbed.checks import Check, Event
+from platform_testbed.sim.checkload.loader import load_checks
+from platform_testbed.sim.config.scenario import Scenario, apply_sets, validate
+from platform_testbed.sim.publish.world import RecordedLook, RunResult, ground_truth, run
 
 
 def traced_runs(

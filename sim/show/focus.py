@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
-from sim.show.timeline import Timeline
+from platform_testbed.sim.show.timeline import Timeline
 
 #: Seconds shown before the publish began, unless a caller asks for another figure.
 BEFORE_PUBLISH_S = 5.0

@@ -7,7 +7,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from sim.show.explore import DetectionGrid
+from platform_testbed.sim.show.explore import DetectionGrid
 
 OUTCOME_COLOURS = {
     "caught": "#74c476",

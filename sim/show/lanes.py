@@ -18,8 +18,18 @@ from dataclasses import dataclass
 from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
-from sim.show.focus import Focus
-from sim.show.timeline import CLEAN, CRASH, OOM, STOP, Interval, Lane, Timeline, Window, world_run
+from platform_testbed.sim.show.focus import Focus
+from platform_testbed.sim.show.timeline import (
+    CLEAN,
+    CRASH,
+    OOM,
+    STOP,
+    Interval,
+    Lane,
+    Timeline,
+    Window,
+    world_run,
+)
 
 STATE_COLOURS = {
     ("started", "release"): "#2ca02c",

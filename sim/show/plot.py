@@ -19,13 +19,13 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from sim.outputs import save_figure
-from sim.publish.world import RunResult
-from sim.scenario import BadInput
-from sim.show import lanes
-from sim.show.focus import BEFORE_PUBLISH_S, Focus
-from sim.show.gridplot import detection_grid_figure
-from sim.show.lanes import (
+from platform_testbed.sim.config.scenario import BadInput
+from platform_testbed.sim.publish.world import RunResult
+from platform_testbed.sim.runtime.outputs import save_figure
+from platform_testbed.sim.show import lanes
+from platform_testbed.sim.show.focus import BEFORE_PUBLISH_S, Focus
+from platform_testbed.sim.show.gridplot import detection_grid_figure
+from platform_testbed.sim.show.lanes import (
     FAIL_COLOUR,
     MARKS,
     PASS_COLOUR,
@@ -34,7 +34,7 @@ from sim.show.lanes import (
     STATE_COLOURS,
     check_colours,
 )
-from sim.show.timeline import CRASH, Timeline, from_result
+from platform_testbed.sim.show.timeline import CRASH, Timeline, from_result
 
 __all__ = [
     "BEFORE_PUBLISH_S", "Focus", "check_colours", "compare_timelines", "crash_timeline",

@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sim.publish.compare import reason, verdict_word
-from sim.scenario import OUTCOMES
-from sim.show.table import Table, counted, fit, fits, width, wrap
+from platform_testbed.sim.config.scenario import OUTCOMES
+from platform_testbed.sim.publish.compare import reason, verdict_word
+from platform_testbed.sim.show.table import Table, counted, fit, fits, width, wrap
 
 if TYPE_CHECKING:
-    from sim.loader import CheckSetup
-    from sim.publish.compare import Comparison, OutcomeCounts, SeedRun
-    from sim.publish.world import RunResult
-    from sim.recording import ReplayRow
+    from platform_testbed.sim.checkload.loader import CheckSetup
+    from platform_testbed.sim.publish.compare import Comparison, OutcomeCounts, SeedRun
+    from platform_testbed.sim.publish.recording import ReplayRow
+    from platform_testbed.sim.publish.series import SeriesResult
+    from platform_testbed.sim.publish.world import RunResult
 
 # Outcomes a person must not miss are shouted.
 LOUD = {"missed": "MISSED", "false_alarm": "FALSE ALARM", "error": "ERROR"}
@@ -220,3 +221,34 @@ def listing(sections: Mapping[str, Mapping[str, str]], at: int | None = None) ->
         rows = [["  " + n.ljust(name), text] for n, text in found.items()]
         lines.append(fit(Table(["", ""], rows, prose=frozenset({1}), headed=False), at))
     return "\n".join(lines)
+
+
+def series_text(result: SeriesResult, checks: Sequence[str], at: int | None = None) -> str:
+    """The series as a table (fitted to ``at`` columns): a row per publish, a column per check."""
+    at = width() if at is None else at
+    lines = [f"{result.name} · {counted(len(result.publishes), 'publish', 'publishes')}", ""]
+    rows = []
+    for publish in result.publishes:
+        by_check = {r.check: r for r in publish.results}
+        cells = []
+        for check in checks:
+            r = by_check[check]
+            # The same form as every other time printed: +150.0 s.
+            late = f" late +{r.late_failure_at_s:.1f} s" if r.late_failure_at_s is not None else ""
+            cells.append(f"{r.outcome}{late}")
+        rows.append([publish.label, *cells])
+    lines.append(fit(Table(["publish", *checks], rows, across="check"), at))
+    lines.append("")
+    for check in checks:
+        outcomes = result.outcomes(check)
+        live = sum(o in ("missed", "passed") for o in outcomes)
+        lines.append(
+            f"{check}: {live} of {counted(len(outcomes), 'publish', 'publishes')} marked live, "
+            f"{result.late_failures(check)} failed late by the reconciler"
+        )
+    if result.failed_expectations:
+        lines += ["expectations FAILED:", *(f"  {line}" for line in result.failed_expectations)]
+    elif result.expect_late_failures:
+        held = ", ".join(f"{c} {n}" for c, n in result.expect_late_failures.items())
+        lines.append(f"expectations held (late failures): {held}")
+    return "\n".join(line.rstrip() for line in lines)

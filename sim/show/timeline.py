@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from checks import Event, Verdict
-from sim.publish.world import RecordedLook, RunResult, Trace
+from platform_testbed.checks import Event, Verdict
+from platform_testbed.sim.publish.world import RecordedLook, RunResult, Trace
 
 # Exit causes, in the order a legend lists them.
 CRASH, OOM, STOP, CLEAN = "crash", "oom", "requested stop", "clean exit"

@@ -13,7 +13,7 @@ summary and the rows file). This module gathers their public names.
 
 from __future__ import annotations
 
-from sim.sweep.file import (
+from platform_testbed.sim.sweep.file import (
     Axis,
     HeatmapTable,
     RandomAxis,
@@ -24,9 +24,9 @@ from sim.sweep.file import (
     from_spec,
     load_sweep,
 )
-from sim.sweep.output import read_rows, summarise, summary_table, write_rows
-from sim.sweep.run import TASK_CEILING_S, TASK_TARGET_S, SweepResult, run_sweep
-from sim.sweep.units import RESULT_COLUMNS, Progress, Row, columns, run_units, unit_rows
+from platform_testbed.sim.sweep.output import SweepResult, read_rows, summarise, summary_table, write_rows
+from platform_testbed.sim.sweep.run import TASK_CEILING_S, TASK_TARGET_S, run_sweep
+from platform_testbed.sim.sweep.units import RESULT_COLUMNS, Progress, Row, columns, run_units, unit_rows
 
 __all__ = [
     "RESULT_COLUMNS", "TASK_CEILING_S", "TASK_TARGET_S", "Axis", "HeatmapTable", "Progress",

@@ -18,7 +18,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from sim.outputs import check_output, save_figure
+from platform_testbed.sim.runtime.outputs import check_output, save_figure
 
 Row = Mapping[str, Any]
 

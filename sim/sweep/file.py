@@ -16,11 +16,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from checks import BUILTIN_CHECKS
-from sim import scenario as scenarios
-from sim.loader import load_checks
-from sim.scenario import Scenario, validate
-from sim.settings import (
+from platform_testbed.checks import BUILTIN_CHECKS
+from platform_testbed.sim.checkload.loader import load_checks
+from platform_testbed.sim.config import scenario as scenarios
+from platform_testbed.sim.config.scenario import Scenario, validate
+from platform_testbed.sim.config.settings import (
     BadInput,
     apply_sets,
     copy_tables,

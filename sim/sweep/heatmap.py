@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from sim.outputs import save_figure
-from sim.sweep.units import check_names
+from platform_testbed.sim.runtime.outputs import save_figure
+from platform_testbed.sim.sweep.units import check_names
 
 if TYPE_CHECKING:
-    from sim.sweep import Sweep
+    from platform_testbed.sim.sweep import Sweep
 
 Row = dict[str, Any]
 
@@ -88,7 +88,7 @@ def facet_paths(sweep: Sweep, path: Path) -> list[Path]:
     """The files ``--heatmap path`` writes: ``path`` itself, or with four [heatmap] axes
     one per check, ``-CHECK`` before the suffix (by the names the rows carry)."""
     if sweep.heatmap is not None and len(sweep.heatmap) == 4:
-        from sim.sweep.facets import facet_path  # noqa: PLC0415 (as save_heatmap imports it)
+        from platform_testbed.sim.sweep.facets import facet_path  # noqa: PLC0415 (as save_heatmap imports it)
 
         return [facet_path(path, check) for check in check_names(sweep)]
     return [path]
@@ -102,7 +102,7 @@ def save_heatmap(rows: Sequence[Row], sweep: Sweep, path: Path, force: bool = Fa
     outlined.
     """
     if sweep.heatmap is not None and len(sweep.heatmap) == 4:
-        from sim.sweep.facets import save_facet_maps  # noqa: PLC0415
+        from platform_testbed.sim.sweep.facets import save_facet_maps  # noqa: PLC0415
 
         keys = (sweep.heatmap[0], sweep.heatmap[1], sweep.heatmap[2], sweep.heatmap[3])
         mark = {key: _base_value(sweep.base, key) for key in keys}
@@ -120,7 +120,7 @@ def save_heatmap(rows: Sequence[Row], sweep: Sweep, path: Path, force: bool = Fa
 
 def _base_value(base: dict[str, Any], key: str) -> Any:
     """The base scenario's value of ``table.field`` (its default when the file omits it)."""
-    from sim.scenario import validate  # noqa: PLC0415
+    from platform_testbed.sim.config.scenario import validate  # noqa: PLC0415
 
     scenario = validate(base, "base")
     table, _, name = key.rpartition(".")

@@ -11,18 +11,16 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import IO, TYPE_CHECKING, Any
 
-from sim.frames import FLOAT, INT, TEXT, frame
-from sim.outputs import check_output, write_atomic
-from sim.publish.compare import SCHEMA_VERSION, OutcomeCounts
-from sim.settings import BadInput
-from sim.show.table import Table, fit, width, wrap
-from sim.sweep.units import Row, check_names, columns
+from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.publish.compare import SCHEMA_VERSION, OutcomeCounts
+from platform_testbed.sim.runtime.frames import FLOAT, INT, TEXT, frame
+from platform_testbed.sim.runtime.outputs import check_output, write_atomic
+from platform_testbed.sim.show.table import Table, fit, width, wrap
+from platform_testbed.sim.sweep.file import Sweep
+from platform_testbed.sim.sweep.units import Row, check_names, columns
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from sim.sweep.file import Sweep
-    from sim.sweep.run import SweepResult
 
 
 #: ``SweepSummary.to_pandas()``: ``check`` and ``CheckSummary.to_json()``'s fields, typed.
@@ -118,6 +116,27 @@ class SweepSummary:
         return frame(rows, SUMMARY_DTYPES)
 
 
+@dataclass
+class SweepResult:
+    """The rows of a sweep (all of them, or those finished before an interrupt)."""
+
+    sweep: Sweep
+    rows: list[Row]
+    units_done: int
+    interrupted: bool = False
+    elapsed_s: float = 0.0
+    tasks: int = 0
+    per_task: int = 0
+    #: Set by ``run_sweep`` once the rows are in.
+    summary: SweepSummary | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when every unit ran."""
+        return self.units_done == self.sweep.units
+
+
+
 def summarise(result: SweepResult) -> SweepSummary:
     """Per check (by the name its rows carry): outcome counts, rates, median decision time."""
     sweep = result.sweep
@@ -176,7 +195,7 @@ def _csv_cell(value: Any) -> str:
 def check_out_path(path: Path, force: bool = False) -> Path:
     """Refuse an output path before any work is done: a known suffix, a writable place.
 
-    Returns where the rows will go (``sim.outputs.check_output``).
+    Returns where the rows will go (``sim.runtime.outputs.check_output``).
     """
     if path.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
         raise BadInput(f"--out {path}: the suffix must be .csv, .jsonl or .ndjson")

@@ -14,38 +14,17 @@ import statistics
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass
 
-from sim.settings import BadInput
-from sim.signals import Readable, die_with
-from sim.sweep.file import Sweep
-from sim.sweep.output import SweepSummary, summarise
-from sim.sweep.units import Progress, Row, run_units
+from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.runtime.signals import Readable, die_with
+from platform_testbed.sim.sweep.file import Sweep
+from platform_testbed.sim.sweep.output import SweepResult, summarise
+from platform_testbed.sim.sweep.units import Progress, Row, run_units
 
 # A task should carry at least this much work, so a pool's per-task cost stays small.
 TASK_TARGET_S = 0.1
 # ...and at most this much, so Ctrl-C and the progress bar stay responsive.
 TASK_CEILING_S = 1.0
-
-
-@dataclass
-class SweepResult:
-    """The rows of a sweep (all of them, or those finished before an interrupt)."""
-
-    sweep: Sweep
-    rows: list[Row]
-    units_done: int
-    interrupted: bool = False
-    elapsed_s: float = 0.0
-    tasks: int = 0
-    per_task: int = 0
-    #: Set by ``run_sweep`` once the rows are in.
-    summary: SweepSummary | None = None
-
-    @property
-    def complete(self) -> bool:
-        """True when every unit ran."""
-        return self.units_done == self.sweep.units
 
 
 def _calibrate(sweep: Sweep, done: dict[int, list[Row]], progress: Progress | None) -> int:

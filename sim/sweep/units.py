@@ -10,14 +10,14 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from checks.drive import check_name
-from sim.loader import load_checks
-from sim.publish.compare import RESULT_COLUMNS, result_row
-from sim.publish.world import run_checks
-from sim.scenario import validate
+from platform_testbed.checks.drive import check_name
+from platform_testbed.sim.checkload.loader import load_checks
+from platform_testbed.sim.config.scenario import validate
+from platform_testbed.sim.publish.compare import RESULT_COLUMNS, result_row
+from platform_testbed.sim.publish.world import run_checks
 
 if TYPE_CHECKING:
-    from sim.sweep.file import Sweep
+    from platform_testbed.sim.sweep.file import Sweep
 
 Row = dict[str, Any]
 #: Called with the number of units just finished.
@@ -50,7 +50,7 @@ def _rows_of_unit(sweep: Sweep, unit: int) -> list[Row]:
     head: Row = {"point": point, "seed": seed} | dict(zip(sweep.keys, values, strict=True))
     try:
         world = sweep.scenario(values)
-        # The point's [check] table: only the keys it sets reach a check (sim.loader).
+        # The point's [check] table: only the keys it sets reach a check (sim.checkload.loader).
         checks = load_checks(list(sweep.checks), world.check)
         results = run_checks(world, seed, checks)
     except Exception as error:  # any failure of one world is that world's rows, not the sweep's

@@ -1,6 +1,6 @@
 """The handlers of ``testbed list``, ``compare``, ``replay``, ``checks`` and ``series``.
 
-``sim.cli`` builds the parser from light modules only and imports this module when one
+``sim.cli.parser`` builds the parser from light modules only and imports this module when one
 of these commands runs: the model (simpy, numpy, pydantic) loads here, after the
 command line is parsed and the signal handlers are in place, never for ``--help``, a
 shell's Tab or a mistyped option.
@@ -14,21 +14,23 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from checks import BUILTIN_CHECKS, Check
-from sim import checkcmd, expect, junit, scenario
-from sim.checklimits import apply_check_limits
-from sim.compareopts import INLINE_RUNS, MAX_RUNS, RUNS_ENV, check_outputs, details
-from sim.loader import build_checks, load_checks, setups
-from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
-from sim.publish.compare import SCHEMA_VERSION, compare
-from sim.publish.world import run
-from sim.recording import Recorder, load_recordings, replay_all, replay_json
-from sim.rollout import config as rollout_config
-from sim.scenario import BadInput, parse_value
-from sim.settings import at_most, env_limit, first_seed
-from sim.show import report
+from platform_testbed.checks import BUILTIN_CHECKS, Check
+from platform_testbed.sim import checkcmd
+from platform_testbed.sim.checkload.budget import apply_check_limits
+from platform_testbed.sim.checkload.loader import build_checks, load_checks, setups
+from platform_testbed.sim.cli import expect
+from platform_testbed.sim.cli.compareopts import INLINE_RUNS, MAX_RUNS, RUNS_ENV, check_outputs, details
+from platform_testbed.sim.config import scenario
+from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
+from platform_testbed.sim.config.scenario import BadInput, parse_value
+from platform_testbed.sim.config.settings import at_most, env_limit, first_seed
+from platform_testbed.sim.publish.compare import SCHEMA_VERSION, compare
+from platform_testbed.sim.publish.recording import Recorder, load_recordings, replay_all, replay_json
+from platform_testbed.sim.publish.world import run
+from platform_testbed.sim.rollout import config as rollout_config
+from platform_testbed.sim.show import junit, report
 
-# As in sim.cli (which cannot be imported from here: it imports this module).
+# As in sim.cli.parser (which cannot be imported from here: it imports this module).
 EXIT_OK, EXIT_EXPECTATION = 0, 1
 
 
@@ -80,7 +82,8 @@ def _list_profiles(as_json: bool) -> int:
 
 def cmd_series(args: argparse.Namespace) -> int:
     """Run every check in every publish of a series file (several apps, one day)."""
-    from sim.publish.series import render, run_series  # noqa: PLC0415
+    from platform_testbed.sim.publish.series import run_series  # noqa: PLC0415
+    from platform_testbed.sim.show.report import series_text  # noqa: PLC0415
 
     apply_check_limits(args)
     specs = args.check or ["count", "timestamp"]
@@ -100,7 +103,7 @@ def cmd_series(args: argparse.Namespace) -> int:
             "expectations_failed": result.failed_expectations,
         }))
     else:
-        print(render(result, names))
+        print(series_text(result, names))
     return EXIT_EXPECTATION if result.failed_expectations else EXIT_OK
 
 
@@ -159,7 +162,7 @@ def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], se
     """Re-run each check in the first seed's world with a trace and save the timeline figure."""
     # matplotlib takes a while to import: load it only when a timeline is asked for.
     try:
-        from sim.show.plot import save_timeline  # noqa: PLC0415
+        from platform_testbed.sim.show.plot import save_timeline  # noqa: PLC0415
     except ModuleNotFoundError as error:
         raise BadInput(f"--timeline needs matplotlib ({error}): "
                        "pip install 'platform-simulator-testbed[plot]'") from None

@@ -189,7 +189,7 @@ def first_seed(value: int) -> int:
 
 
 #: The largest seed: a run's seed is a row of the ``to_pandas()`` tables, whose ``seed``
-#: column is a nullable Int64 (sim.frames.INT); a larger one turns it into Python objects.
+#: column is a nullable Int64 (sim.runtime.frames.INT); a larger one turns it into Python objects.
 MAX_SEED = 2**63 - 1
 _SEED_RULE = "a whole number from 0 to 2**63 - 1"
 

@@ -6,10 +6,10 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sim.settings import BadInput
+from platform_testbed.sim.config.settings import BadInput
 
 if TYPE_CHECKING:
-    from sim.recording import ReplayRow
+    from platform_testbed.sim.publish.recording import ReplayRow
 
 #: ``none``: the check gave no verdict (it ran out of looks, or raised).
 VERDICTS = ("pass", "fail", "none")

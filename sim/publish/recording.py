@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checks import Look, Verdict
-from checks.drive import CheckFailed
-from checks.flyjson import (
+from platform_testbed.checks import Look, Verdict
+from platform_testbed.checks.drive import CheckFailed
+from platform_testbed.checks.flyjson import (
     Recording,
     RecordingError,
     is_recording_line,
@@ -27,12 +27,12 @@ from checks.flyjson import (
     read_recordings,
     replay,
 )
-from sim.loader import CheckSetup, build_checks
-from sim.outputs import check_output, write_atomic
-from sim.publish.compare import SCHEMA_VERSION
-from sim.publish.world import RunResult
-from sim.scenario import BadInput
-from sim.settings import read_text
+from platform_testbed.sim.checkload.loader import CheckSetup, build_checks
+from platform_testbed.sim.config.scenario import BadInput
+from platform_testbed.sim.config.settings import read_text
+from platform_testbed.sim.publish.compare import SCHEMA_VERSION
+from platform_testbed.sim.publish.world import RunResult
+from platform_testbed.sim.runtime.outputs import check_output, write_atomic
 
 
 class Recorder:

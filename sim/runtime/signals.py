@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from checks.drive import Interrupt
+from platform_testbed.checks.drive import Interrupt
 
 #: A worker's exit status when it ends because its parent is gone (nobody reads it: the
 #: forkserver reaps it; it only tells such an end apart in a debugger).

@@ -2,7 +2,7 @@
 
 The command line's parser and a shell's Tab list these names (``testbed compare sept<TAB>``)
 without loading the models that read the files (pydantic), so they live apart from
-``sim.scenario`` and ``sim.rollout.config``, which re-export them.
+``sim.config.scenario`` and ``sim.rollout.config``, which re-export them.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ def scenarios_dir() -> Path:
         return Path(override)
     try:
         # Installed (wheel or editable): pyproject.toml maps scenarios/ onto this package.
-        return Path(str(resources.files("sim._shipped")))
+        return Path(str(resources.files("platform_testbed.scenarios")))
     except ModuleNotFoundError:
-        # A source checkout run without installing it (``python -m sim`` at the top).
+        # A source checkout run without installing it (``python -m platform_testbed`` at the top).
         return Path(__file__).resolve().parent.parent / "scenarios"
 
 

@@ -7,9 +7,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
-from sim.settings import BadInput, apply_sets, format_error, load_settings, parse_value, validated
-from sim.shipped import scenarios_dir, shipped, shipped_series, shipped_sweeps
+from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
+from platform_testbed.sim.config.settings import (
+    BadInput,
+    apply_sets,
+    format_error,
+    load_settings,
+    parse_value,
+    validated,
+)
+from platform_testbed.sim.config.shipped import scenarios_dir, shipped, shipped_series, shipped_sweeps
 
 # The settings-file names stay importable from here, where they used to live.
 __all__ = [

@@ -2,7 +2,7 @@
 
 This is the one place that says what a machine's event list holds. The machine
 (``sim.platform.machine``) asks its profile for the events of each transition; replay
-reads the same shapes back (``checks.flyjson``) and the test kit (``sim.testing``) runs
+reads the same shapes back (``checks.flyjson``) and the test kit (``sim.kit.testing``) runs
 the same machine. Change what a crash writes here and the simulator, its recordings and
 the test kit all see it.
 

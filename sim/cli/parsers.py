@@ -1,8 +1,8 @@
 """The arguments of ``testbed sweep``, ``rollout`` and ``lint-timing``, apart from their code.
 
-Importing ``sim.sweep.cli`` or ``sim.rollout.cli`` runs its package's ``__init__``, which
+Importing ``sim.cli.sweep`` or ``sim.cli.rollout`` runs its package's ``__init__``, which
 loads the model; the parser is built from this module instead, and each handler imports
-its command's module only when that command runs (see ``sim.cli``).
+its command's module only when that command runs (see ``sim.cli.parser``).
 """
 
 from __future__ import annotations
@@ -10,23 +10,23 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from sim.checklimits import add_check_limits
+from platform_testbed.sim.checkload.budget import add_check_limits
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from sim.sweep.cli import cmd_sweep  # noqa: PLC0415 -- see the module docstring
+    from platform_testbed.sim.cli.sweep import cmd_sweep  # noqa: PLC0415 -- see the module docstring
 
     return cmd_sweep(args)
 
 
 def _rollout(args: argparse.Namespace) -> int:
-    from sim.rollout.cli import rollout_command  # noqa: PLC0415 -- see the module docstring
+    from platform_testbed.sim.cli.rollout import rollout_command  # noqa: PLC0415 -- see the module docstring
 
     return rollout_command(args)
 
 
 def _lint_timing(args: argparse.Namespace) -> int:
-    from sim.rollout.cli import lint_timing_command  # noqa: PLC0415 -- see the module docstring
+    from platform_testbed.sim.cli.rollout import lint_timing_command  # noqa: PLC0415 -- see the module docstring
 
     return lint_timing_command(args)
 

@@ -32,11 +32,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from checks import BUILTIN_CHECKS, Check
-from checks.drive import check_name
-from checks.options import Range, declared_range, problem
-from sim import checkcmd
-from sim.scenario import BadInput
+from platform_testbed.checks import BUILTIN_CHECKS, Check
+from platform_testbed.checks.drive import check_name
+from platform_testbed.checks.options import Range, declared_range, problem
+from platform_testbed.sim import checkcmd
+from platform_testbed.sim.config.scenario import BadInput
 
 Source = Literal["default", "scenario", "recording", "--check-opt"]
 _NO_DEFAULT = object()

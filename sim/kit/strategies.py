@@ -3,14 +3,14 @@
 State a guarantee of your deploy health check in your own pytest file and get the
 smallest world that breaks it::
 
-    from sim.strategies import assert_guarantee, never_misses, worlds
+    from platform_testbed.sim.kit.strategies import assert_guarantee, never_misses, worlds
 
     def test_my_check_never_passes_a_crashing_release():
         assert_guarantee(MyCheck(), never_misses, worlds=worlds(cap=5))
 
 Needs hypothesis, which the package does not install by default:
 ``pip install 'platform-simulator-testbed[test]'``. Worlds are laid out by
-``sim.testing.world``: the simulator's own ``Machine`` (SimPy), no jitter, every event kept.
+``sim.kit.testing.world``: the simulator's own ``Machine`` (SimPy), no jitter, every event kept.
 
 Values are drawn so that a shrunk example reads as its rule: every number is round (100 ms
 steps, whole seconds for slow crashes) and shrinks towards ``App``'s defaults, so
@@ -28,11 +28,11 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from checks import Check, Event, Look
-from checks.drive import CheckFailed, check_name
-from sim.platform.profiles import DEFAULT_PROFILE, PROFILES
-from sim.scenario import Outcome
-from sim.testing import PUBLISH_MS, App, Run, World, drive_world, world
+from platform_testbed.checks import Check, Event, Look
+from platform_testbed.checks.drive import CheckFailed, check_name
+from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
+from platform_testbed.sim.config.scenario import Outcome
+from platform_testbed.sim.kit.testing import PUBLISH_MS, App, Run, World, drive_world, world
 
 __all__ = [
     "KINDS",
@@ -162,7 +162,7 @@ def apps(
     """One machine's app: any of ``kinds``, round timings, any cap 1-10 and event profile.
 
     ``cap``, ``events`` and ``restart_counter`` take a value or a strategy (default: caps
-    1-10 shrinking towards 5, every profile in ``sim.platform.profiles.PROFILES``, no
+    1-10 shrinking towards 5, every profile in ``sim.config.profiles.PROFILES``, no
     counter). Timings: boot 0.1-3 s, restart delay 0-2 s, crashes as ``KINDS`` says.
     """
     unknown = [k for k in kinds if k not in KINDS]
@@ -342,7 +342,7 @@ def assert_guarantee(
 
     Raises ``GuaranteeBroken`` (an ``AssertionError``, so pytest shows it as a failed
     assert) whose message shows the smallest world as code (``repr``: paste it into
-    ``sim.testing``), the looks the check took and its verdict. ``max_examples`` defaults
+    ``sim.kit.testing``), the looks the check took and its verdict. ``max_examples`` defaults
     to the active hypothesis profile's; ``seed`` makes the search the same every run
     (``None``: hypothesis draws its own, and keeps failures in its example database).
     Call it from a plain test function, not from inside ``@given``.

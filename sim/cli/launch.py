@@ -1,6 +1,6 @@
 """The ``testbed`` console script: quiet on Ctrl-C or SIGTERM from its first instruction.
 
-``sim.cli.main`` turns a signal into exit 130 or 143 with one line, but only once its
+``sim.cli.parser.main`` turns a signal into exit 130 or 143 with one line, but only once its
 module is imported; a signal during that import (tens of milliseconds) would print
 Python's ``KeyboardInterrupt`` traceback, or die silently with -15. Standard library
 only, so these handlers are in place before anything heavy loads.
@@ -23,9 +23,9 @@ def _quiet_exit(signum: int, frame: object) -> None:
 
 
 def main() -> int:
-    """Import the CLI under quiet handlers, then hand over to ``sim.cli.main``."""
+    """Import the CLI under quiet handlers, then hand over to ``sim.cli.parser.main``."""
     previous = {s: signal.signal(s, _quiet_exit) for s in _WORD}
-    from sim.cli import main as run  # noqa: PLC0415 -- the import these handlers cover
+    from platform_testbed.sim.cli.parser import main as run  # noqa: PLC0415 -- the import these handlers cover
 
     for signum, handler in previous.items():
         signal.signal(signum, handler)  # main installs its own first thing

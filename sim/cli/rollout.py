@@ -1,15 +1,15 @@
-"""What ``rollout`` and ``lint-timing`` do; their arguments are in ``sim.parsers``."""
+"""What ``rollout`` and ``lint-timing`` do; their arguments are in ``sim.cli.parsers``."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from checks.timing import check_timing
-from sim.rollout.config import load
-from sim.rollout.report import lint_json, lint_text, rollout_table
-from sim.rollout.runs import SCHEMA_VERSION, run_rollout
-from sim.settings import at_most, first_seed
+from platform_testbed.checks.timing import check_timing
+from platform_testbed.sim.config.settings import at_most, first_seed
+from platform_testbed.sim.rollout.config import load
+from platform_testbed.sim.rollout.report import lint_json, lint_text, rollout_table
+from platform_testbed.sim.rollout.runs import SCHEMA_VERSION, run_rollout
 
 __all__ = ["MAX_RUNS", "SCHEMA_VERSION", "lint_timing_command", "rollout_command"]
 

@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sim.scenario import OUTCOMES
+from platform_testbed.sim.config.scenario import OUTCOMES
 
 if TYPE_CHECKING:
     import pandas as pd

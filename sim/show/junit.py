@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from sim.outputs import check_output, write_atomic
+from platform_testbed.sim.runtime.outputs import check_output, write_atomic
 
 if TYPE_CHECKING:
-    from sim.publish.compare import Comparison
-    from sim.recording import ReplayRow
+    from platform_testbed.sim.publish.compare import Comparison
+    from platform_testbed.sim.publish.recording import ReplayRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,5 +155,5 @@ def write(path: Path | None, suites: Sequence[Suite]) -> None:
     def put(handle: IO[str]) -> None:
         handle.write(text)
 
-    # Through sim.outputs: the umask's permissions, and a Ctrl-C mid-write keeps the file whole.
+    # Through sim.runtime.outputs: the umask's permissions, and a Ctrl-C mid-write keeps the file whole.
     write_atomic(path, put, newline="")

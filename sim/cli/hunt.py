@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from checks.drive import check_name
-from sim import checkcmd
-from sim.settings import BadInput, first_seed
-from sim.signals import reraise_pending
+from platform_testbed.checks.drive import check_name
+from platform_testbed.sim import checkcmd
+from platform_testbed.sim.config.settings import BadInput, first_seed
+from platform_testbed.sim.runtime.signals import reraise_pending
 
 # `testbed` builds its parser from this module (add_hunt_parser): rich, pydantic and
 # hypothesis are imported by the functions that use them, never for the parser.
@@ -143,9 +143,9 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     # hypothesis loads only for a hunt, not for every `testbed` command.
     from rich.console import Console  # noqa: PLC0415
 
-    from sim import scenario  # noqa: PLC0415
-    from sim.hunt.output import check_out_dir, summary, table, write_found  # noqa: PLC0415
-    from sim.hunt.search import hunt  # noqa: PLC0415
+    from platform_testbed.sim.config import scenario  # noqa: PLC0415
+    from platform_testbed.sim.hunt.output import check_out_dir, summary, table, write_found  # noqa: PLC0415
+    from platform_testbed.sim.hunt.search import hunt  # noqa: PLC0415
 
     # Every input is checked before the search starts: a bad one costs no time.
     if not 1 <= args.budget <= MAX_BUDGET:
@@ -156,7 +156,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     except BadInput as error:
         raise BadInput(f"--scenario: {error}") from None
     spec, check_arg = _check_spec(args)
-    from sim.hunt.search import SpecChecks  # noqa: PLC0415 -- see the imports
+    from platform_testbed.sim.hunt.search import SpecChecks  # noqa: PLC0415 -- see the imports
 
     checks = SpecChecks(spec)
     name = check_name(checks(base.check.model_dump()))  # builds it once: a bad check stops here
@@ -177,7 +177,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     with progress:
         result = hunt(base, name, checks, budget=args.budget, seed=args.seed, progress=tell)
     # hypothesis' gc callback stays in place after the search and may swallow a signal's
-    # exception (sim.signals._pending): ask before writing, and before saying we are done.
+    # exception (sim.runtime.signals._pending): ask before writing, and before saying we are done.
     reraise_pending()
     paths = write_found(result, out, check_arg)
     elapsed = time.perf_counter() - started

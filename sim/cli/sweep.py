@@ -1,4 +1,4 @@
-"""``testbed sweep``: what it does, its progress bar and its outputs (arguments: ``sim.parsers``)."""
+"""``testbed sweep``: what it does, its progress bar and its outputs (arguments: ``sim.cli.parsers``)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,12 @@ from rich.progress import (
 from rich.table import Column
 from rich.text import Text
 
-from sim.checklimits import apply_check_limits
-from sim.outputs import check_image
-from sim.settings import BadInput, at_most, env_limit
-from sim.sweep.file import load_sweep
-from sim.sweep.output import check_out_path, summarise, summary_table, write_rows
-from sim.sweep.run import run_sweep
+from platform_testbed.sim.checkload.budget import apply_check_limits
+from platform_testbed.sim.config.settings import BadInput, at_most, env_limit
+from platform_testbed.sim.runtime.outputs import check_image
+from platform_testbed.sim.sweep.file import load_sweep
+from platform_testbed.sim.sweep.output import check_out_path, summarise, summary_table, write_rows
+from platform_testbed.sim.sweep.run import run_sweep
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
 #: The most local worker processes: each holds a simulator (tens of MB), and past a few per
@@ -100,7 +100,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         check_image("--heatmap", Path(args.heatmap), args.force)
         # Before any work: a missing plotting library must not cost the whole sweep.
         try:
-            from sim.sweep.heatmap import (  # noqa: PLC0415 (matplotlib only when asked)
+            from platform_testbed.sim.sweep.heatmap import (  # noqa: PLC0415 (matplotlib only when asked)
                 facet_paths,
                 save_heatmap,
             )

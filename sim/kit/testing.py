@@ -14,11 +14,10 @@ from typing import Any
 
 import simpy
 
-from checks import Check, Event, Look, MachineSnapshot, Verdict
-from checks.drive import drive as drive_check
-from sim.platform.machine import Image, Machine
-from sim.platform.profiles import DEFAULT_PROFILE
-from sim.scenario import (
+from platform_testbed.checks import Check, Event, Look, MachineSnapshot, Verdict
+from platform_testbed.checks.drive import drive as drive_check
+from platform_testbed.sim.config.profiles import DEFAULT_PROFILE
+from platform_testbed.sim.config.scenario import (
     AppTable,
     CheckTable,
     PlatformTable,
@@ -29,6 +28,7 @@ from sim.scenario import (
     Scenario,
     TrafficTable,
 )
+from platform_testbed.sim.platform.machine import Image, Machine
 
 STATE_AFTER = {"launch": "starting", "update": "starting", "start": "started", "destroy": "destroyed"}
 
@@ -134,7 +134,7 @@ class App:
     updated: bool = True
     cap: int = 5
     restart_counter: bool = False
-    #: The event profile (``sim.platform.profiles``).
+    #: The event profile (``sim.config.profiles``).
     events: str = DEFAULT_PROFILE
     #: ``no`` restarts nothing; None: on-failure, or always when ``max_retries`` is None.
     restart_policy: RestartPolicy | None = None

@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sim.outputs import check_image, check_output, replacing
+from platform_testbed.sim.runtime.outputs import check_image, check_output, replacing
 
 if TYPE_CHECKING:  # the model loads with the first run, not with the parser's options
-    from sim.publish.compare import SeedRun
+    from platform_testbed.sim.publish.compare import SeedRun
 
 #: The most seeds one compare or checks runs: at about 5 ms a world with six checks, a
 #: million is hours; more is a typo (--runs 1000000000). Raise it with TESTBED_MAX_RUNS.
@@ -29,13 +29,13 @@ def details(
     """``--details FILE.jsonl``: each seed's runs as one JSON line, streamed as they end.
 
     Written to a temporary file beside the target and renamed when every run is in
-    (``sim.outputs.replacing``), so an interrupted compare leaves the previous file (and no
+    (``sim.runtime.outputs.replacing``), so an interrupted compare leaves the previous file (and no
     temporary one) behind, and a Ctrl-C once every run is in waits for the rename.
     """
     if not path:
         yield None
         return
-    from sim.publish.compare import run_json  # noqa: PLC0415 -- see SeedRun
+    from platform_testbed.sim.publish.compare import run_json  # noqa: PLC0415 -- see SeedRun
 
     target = check_output("--details", Path(path), force)
     with replacing(target) as handle:

@@ -13,8 +13,8 @@ import os
 from collections.abc import Callable
 from typing import TypeVar
 
-from checks.drive import LOOK_TIMEOUT_S, LOOKS_ENV, MAX_LOOKS, TIMEOUT_ENV
-from sim.settings import BadInput
+from platform_testbed.checks.drive import LOOK_TIMEOUT_S, LOOKS_ENV, MAX_LOOKS, TIMEOUT_ENV
+from platform_testbed.sim.config.settings import BadInput
 
 _N = TypeVar("_N", int, float)
 

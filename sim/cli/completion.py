@@ -5,7 +5,7 @@ so every subcommand and option completes as it is declared, with no script to ke
 step by hand. The shell asks by running ``testbed`` with ``_ARGCOMPLETE`` set; ``hook``
 answers and exits before any command runs. Positional names complete from the shipped
 files (scenarios, rollouts, sweeps, series) and any ``.toml`` beside them; ``--check``
-from the built-in checks. Everything a Tab needs is light (``sim.shipped``, ``checks``):
+from the built-in checks. Everything a Tab needs is light (``sim.config.shipped``, ``checks``):
 the model is never imported to answer one.
 """
 
@@ -16,8 +16,8 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from checks import BUILTIN_CHECKS
-from sim.shipped import shipped, shipped_rollouts, shipped_series, shipped_sweeps
+from platform_testbed.checks import BUILTIN_CHECKS
+from platform_testbed.sim.config.shipped import shipped, shipped_rollouts, shipped_series, shipped_sweeps
 
 SHELLS = ("bash", "zsh", "fish")
 #: What a user sources, per shell (README "Shell completion").

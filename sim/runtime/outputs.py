@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from sim.settings import BadInput
-from sim.signals import held
+from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.runtime.signals import held
 
 
 def check_output(option: str, path: Path, force: bool = False) -> Path:
@@ -81,7 +81,7 @@ def write_atomic(
     """Write text to ``path`` whole or not at all (a device, allowed by --force: in place).
 
     The file is made with the umask's permissions, as ``open`` would make it. The first
-    Ctrl-C or SIGTERM while writing is held until the file is in place (``sim.signals.held``).
+    Ctrl-C or SIGTERM while writing is held until the file is in place (``sim.runtime.signals.held``).
     """
     _write(path, write, {"mode": "w", "encoding": "utf-8", "newline": newline})
 

@@ -16,14 +16,16 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from checks import BUILTIN_CHECKS
-from sim import checkcmd, completion, expect, junit
-from sim.checklimits import add_check_limits, restore_limits, save_limits
-from sim.compareopts import add_output_options
-from sim.hunt.cli import add_hunt_parser
-from sim.parsers import add_lint_timing_parser, add_rollout_parser, add_sweep_parser
-from sim.settings import BadInput
-from sim.signals import Terminated, exit_on_signals, restore_signals
+from platform_testbed.checks import BUILTIN_CHECKS
+from platform_testbed.sim import checkcmd
+from platform_testbed.sim.checkload.budget import add_check_limits, restore_limits, save_limits
+from platform_testbed.sim.cli import completion, expect
+from platform_testbed.sim.cli.compareopts import add_output_options
+from platform_testbed.sim.cli.hunt import add_hunt_parser
+from platform_testbed.sim.cli.parsers import add_lint_timing_parser, add_rollout_parser, add_sweep_parser
+from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.runtime.signals import Terminated, exit_on_signals, restore_signals
+from platform_testbed.sim.show import junit
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 # As a shell reports a command ended by SIGINT (Ctrl-C) or SIGTERM: 128 + the signal.
@@ -52,7 +54,7 @@ class _Version(argparse._VersionAction):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
-        from sim import about  # noqa: PLC0415 -- importlib.metadata: tens of ms on every start
+        from platform_testbed.sim.cli import about  # noqa: PLC0415 -- importlib.metadata: tens of ms on every start
 
         self.version = f"%(prog)s {about.version()}"
         super().__call__(parser, namespace, values, option_string)
@@ -60,7 +62,7 @@ class _Version(argparse._VersionAction):
 
 def _command(args: argparse.Namespace) -> int:
     """Run list, compare, replay, checks or series: their module (the model) loads only now."""
-    from sim import commands  # noqa: PLC0415 -- see the module docstring
+    from platform_testbed.sim.cli import commands  # noqa: PLC0415 -- see the module docstring
 
     code: int = getattr(commands, f"cmd_{args.command}")(args)
     return code

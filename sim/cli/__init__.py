@@ -1,0 +1,1 @@
+"""The ``testbed`` command line: its parser, each command's handler, completion, launch."""

@@ -1,0 +1,1 @@
+"""Configuration: settings files, scenario tables, event profiles and the shipped files."""

@@ -1,0 +1,1 @@
+"""The process around a run: signals, output files written whole, optional pandas."""
