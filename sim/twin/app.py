@@ -199,15 +199,22 @@ class ServedApp:
         """``GET /apps/{app}/machines``: every machine (``state=``: those in these states)."""
         if app != self.app:
             raise ApiError(404, "app not found")
-        served = tuple(self.render(m) for m in self.world.machines if not states or m.state in states)
-        self.looks.append(Look(self.now_ms(), served))
-        return 200, list(served)
+        self._look()
+        return 200, [self.render(m) for m in self.world.machines if not states or m.state in states]
 
     def get(self, app: str, machine_id: str) -> Answer:
-        """``GET /apps/{app}/machines/{id}``: one machine (a look at that machine alone)."""
-        served = self.render(self._machine(app, machine_id))
-        self.looks.append(Look(self.now_ms(), (served,)))
-        return 200, served
+        """``GET /apps/{app}/machines/{id}``: one machine."""
+        machine = self._machine(app, machine_id)
+        self._look()
+        return 200, self.render(machine)
+
+    def _look(self) -> None:
+        """Record a read of the machines as a look at the whole fleet at this instant.
+
+        The fleet, even for a read of one machine or a wait's answer: a replayed check
+        needs every machine in every look (one missing from a look is lost to it).
+        """
+        self.looks.append(Look(self.now_ms(), tuple(self.render(m) for m in self.world.machines)))
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -357,6 +364,7 @@ class ServedApp:
         return state in wanted and (version is None or version == self.versions[machine.id].instance_id)
 
     def _waited(self, machine: Machine, state: str) -> Answer:
+        self._look()  # the client learns the machine's state: a look, as a poll's read is
         return 200, {"ok": True, "state": state, "version": self.versions[machine.id].instance_id}
 
     def _hold_wait(

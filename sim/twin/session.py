@@ -111,8 +111,9 @@ class Session:
     def recording_lines(self) -> list[str]:
         """The looks the client took, one recording line each (``checks.flyjson``'s format).
 
-        A look is what one read served: the list, or one machine. The machines keep every
-        field served (``config``, ``instance_id``...), which a replay ignores.
+        A look is the fleet at the instant of a read (the list, one machine, a wait's
+        answer: ``ServedApp._look``), every field as served (``config``, ``instance_id``...),
+        which a replay ignores.
         """
         app = self.app
         publish = app.publish_started_ms
