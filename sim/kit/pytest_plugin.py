@@ -19,7 +19,7 @@ The model loads when pytest configures the run, not when the plugin module is im
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -116,9 +116,9 @@ def guarantee_test(
 
         # A class (its ``next`` is unbound) or a factory makes the check; an object is one.
         makes = isinstance(check, type) or (callable(check) and not hasattr(check, "next"))
-        made = check() if makes else check
+        made = cast("Callable[[], Check]", check)() if makes else cast("Check", check)
         drawn = worlds() if callable(worlds) else worlds
-        assert_guarantee(made, guarantee, worlds=drawn, **_search(request.config))  # type: ignore[arg-type]
+        assert_guarantee(made, guarantee, worlds=drawn, **_search(request.config))
 
     said = (getattr(guarantee, "__doc__", None) or "").strip().splitlines()
     test.__doc__ = f"The check keeps its guarantee: {said[0]}" if said else "The check keeps its guarantee."
