@@ -10,7 +10,7 @@ from platform_testbed.sim.cli.parser import main
     [
         ("platfrom.event_log_cap", "platfrom: unknown field (did you mean platform?)"),
         ("platform.event_log_cp", "platform.event_log_cp: unknown field (did you mean event_log_cap?)"),
-        ("check.look_dealy_s", "check.look_delay_s?)"),
+        ("check.look_dealy_s", "check.look_dealy_s: unknown field (did you mean look_delay_s?)"),
         ("platform.zzz", "platform.zzz: unknown field\n"),
     ],
 )
