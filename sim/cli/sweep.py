@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 from pathlib import Path
 
@@ -25,13 +24,7 @@ from platform_testbed.sim.checkload.budget import apply_check_limits
 from platform_testbed.sim.config.settings import BadInput, at_most, env_limit
 from platform_testbed.sim.runtime.outputs import check_image
 from platform_testbed.sim.sweep.file import load_sweep
-from platform_testbed.sim.sweep.output import (
-    check_out_path,
-    streaming_rows,
-    summarise,
-    summary_table,
-    write_rows,
-)
+from platform_testbed.sim.sweep.output import check_out_path, summarise, summary_table, write_rows
 from platform_testbed.sim.sweep.run import run_sweep
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
@@ -121,24 +114,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     # On a terminal only (as hunt's): piped or logged, its one last line is noise, and
     # `2>&1 | head` would end the sweep at that write, before its rows are saved.
     progress = sweep_progress(sweep.name, errors, args.no_progress or not errors.is_terminal)
-    # Rows stream to the file as they come (memory flat in worlds); a heatmap needs them all.
-    rows_out = contextlib.nullcontext(None) if args.heatmap else streaming_rows(out, sweep, args.force)
-    with progress, rows_out as sink:
+    with progress:
         task = progress.add_task("sweep", total=sweep.units)
         result = run_sweep(
             sweep, workers=args.workers, dask=args.dask,
-            progress=lambda units: progress.advance(task, units), sink=sink,
+            progress=lambda units: progress.advance(task, units),
         )
+    write_rows(out, sweep, result.rows, args.force)
     if args.heatmap:
-        write_rows(out, sweep, result.rows, args.force)
         save_heatmap(result.rows, sweep, Path(args.heatmap), args.force)
     if result.interrupted:
         errors.print(
             f"interrupted: kept the {result.units_done} of {sweep.units} worlds that finished "
-            f"({result.row_count} rows) in {out}", highlight=False,
+            f"({len(result.rows)} rows) in {out}", highlight=False,
         )
     elif not args.json:
-        errors.print(f"{result.row_count} rows in {out} ({result.elapsed_s:.1f} s)",
+        errors.print(f"{len(result.rows)} rows in {out} ({result.elapsed_s:.1f} s)",
                      highlight=False)
     summary = result.summary or summarise(result)
     if args.json:
