@@ -163,3 +163,19 @@ def test_traffic_counts_add_up_and_follow_the_rate():
     assert site.requests == site.served + site.not_found + site.bad_gateway
     expected = 20 * (loaded.horizon_s - loaded.publish.at_s)
     assert abs(site.requests - expected) < 5 * expected**0.5
+
+
+def test_next_change_succeeds_at_each_change_with_the_new_state():
+    """next_change() fires at the boot's end, the crash and the restart, each with its state."""
+    app = AppTable(behavior="crash_after", crash_after_s=2.0)
+    env, machine = _machine(app, boot_s=0.5, restart_delay_s=0.25)
+    seen: list[tuple[float, str]] = []
+
+    def waiter():
+        for _ in range(4):
+            state = yield machine.next_change()
+            seen.append((env.now, state))
+
+    env.process(waiter())
+    env.run(until=10)
+    assert seen == [(0.5, "started"), (2.5, "stopped"), (2.75, "starting"), (3.25, "started")]

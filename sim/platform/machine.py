@@ -42,7 +42,8 @@ class Machine:
 
     # Slots: a world builds a Machine per machine per run, and its life reads these.
     __slots__ = (
-        "_boot", "_parked", "_process", "_restart_at", "_spare_draw", "_state", "all_events", "crash_images",
+        "_boot", "_parked", "_process", "_restart_at", "_spare_draw", "_state", "_waiters", "all_events",
+        "crash_images",
         "crash_times", "env", "history", "id", "image", "log", "on_state", "platform", "profile",
         "quiet_restarts", "restarts_total", "rng", "serving",
     )
@@ -72,6 +73,8 @@ class Machine:
         #: ``on_state`` does not need to hear of a restart's stopped -> starting.
         self.quiet_restarts = quiet_restarts and not trace
         self._state = "created"
+        #: Events handed out by ``next_change``, succeeded at the next change of state.
+        self._waiters: list[simpy.Event] = []
         #: When a quiet restart turns stopped into starting (infinity: none pending).
         self._restart_at = _NEVER
         self.image: Image | None = None
@@ -103,6 +106,19 @@ class Machine:
             self._restart_at = _NEVER
             self._state = "starting"
         return self._state
+
+    def next_change(self) -> simpy.Event:
+        """An event that succeeds, with the new state as its value, at the next change of state.
+
+        A change is a transition to a state other than the one the machine is in; the
+        event is triggered in the same instant (a long poll on the machine, such as the
+        Machines API's ``/wait``, resumes then). Each call gives an event of its own. Two
+        changes in one instant (an update's stop and start) succeed the event with the
+        first: a waiter that must not miss one reads ``state`` when it resumes.
+        """
+        event = self.env.event()
+        self._waiters.append(event)
+        return event
 
     @property
     def crashes(self) -> list[tuple[float, str]]:
@@ -268,6 +284,10 @@ class Machine:
             return
         was = self._state
         self._state = state
+        if self._waiters and state != was:
+            waiters, self._waiters = self._waiters, []
+            for waiter in waiters:
+                waiter.succeed(state)
         self._restart_at = _NEVER  # a change ends any quiet restart (the life's next one)
         serving = self.serving
         if serving is not None:
