@@ -179,3 +179,18 @@ def test_next_change_succeeds_at_each_change_with_the_new_state():
     env.process(waiter())
     env.run(until=10)
     assert seen == [(0.5, "started"), (2.5, "stopped"), (2.75, "starting"), (3.25, "started")]
+
+
+def test_a_restart_is_told_at_its_instant_without_any_read():
+    """on-failure's stopped -> starting happens at crash + delay, told to on_state; reads change nothing."""
+    env = simpy.Environment()
+    told: list[tuple[float, str]] = []
+    platform = PlatformTable(jitter=0.0, boot_s=0.5, restart_delay_s=0.25, max_retries=1)
+    machine = Machine(env, "m1", platform, random.Random(0),
+                      on_state=lambda m: told.append((env.now, m.state)))
+    machine.launch(Image("app:v1", AppTable(behavior="crash_after", crash_after_s=2.0)))
+    env.run(until=2.6)
+    assert machine.state == "stopped"  # inside the restart delay
+    env.run(until=10)
+    assert told == [(0.0, "starting"), (0.5, "started"), (2.5, "stopped"), (2.75, "starting"),
+                    (3.25, "started"), (5.25, "stopped")]
