@@ -84,11 +84,11 @@ class PlatformTable(_Table):
     #: superfly/docs PR #1911 (merged 2026-07-06): "evaluated within a fixed 5-minute
     #: window"; where a window opens is not public: assumed (``sim.platform.restarting``).
     #: ``sliding``: the reading before the PR, a window trailing each exit.
-    retry_window: RetryWindow = "sliding"
+    retry_window: RetryWindow = "fixed"
     #: edoardok-cmd/BoomCard@ec15ad8c (2026-08-20): machines that used up their restart
     #: budget, woken by fly-proxy, exit 1 and are not restarted. Evidence thin (the
     #: author's summary): true is the other reading, an autostart with a fresh budget.
-    autostart_refills_retries: bool = True
+    autostart_refills_retries: bool = False
     #: Not public: assumed (laravel-fly-machines shows 0.28 s from exit to restart/starting).
     restart_delay_s: float = Field(1.0, ge=0, le=1e6, allow_inf_nan=False)
     #: Not public: assumed (public payloads show 0.4 s for a restart, 2.2-3.4 s for a launch).
