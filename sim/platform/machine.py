@@ -47,8 +47,8 @@ class Machine:
 
     # Slots: a world builds a Machine per machine per run, and its life reads these.
     __slots__ = (
-        "_boot_base", "_budget", "_exit", "_pending", "_quiet", "_quiet_draw", "_quiet_until",
-        "_spare_draw", "_starts", "_state", "_steady", "_waiters", "all_events", "crash_images",
+        "_boot_base", "_budget", "_exit", "_next_change", "_pending", "_quiet", "_quiet_draw",
+        "_quiet_until", "_spare_draw", "_starts", "_state", "_steady", "all_events", "crash_images",
         "crash_times", "env", "history", "id", "image", "log", "on_state", "platform", "profile",
         "restarts_total", "rng", "serving",
     )
@@ -74,8 +74,8 @@ class Machine:
         #: leaves started (fly-proxy's view; the site's).
         self.serving = serving
         self._state = "created"
-        #: Events handed out by ``next_change``, succeeded at the next change of state.
-        self._waiters: list[simpy.Event] = []
+        #: The event ``next_change`` hands out, succeeded at the next change of state.
+        self._next_change: simpy.Event | None = None
         self.image: Image | None = None
         self.log = EventLog(platform.event_log_cap)
         #: Every crash ever, uncapped: its time and the image ref that crashed; what the
@@ -120,17 +120,16 @@ class Machine:
         return self._state
 
     def next_change(self) -> simpy.Event:
-        """An event that succeeds, with the new state as its value, at the next change of state.
+        """An event that succeeds with the new state at the machine's next state change.
 
-        A change is a transition to a state other than the one the machine is in; the
-        event is triggered in the same instant (a long poll on the machine, such as the
-        Machines API's ``/wait``, resumes then). Each call gives an event of its own. Two
-        changes in one instant (an update's stop and start) succeed the event with the
-        first: a waiter that must not miss one reads ``state`` when it resumes.
+        Every caller before that change gets the same event; it succeeds in the instant of
+        the change (a long poll such as the Machines API's ``/wait`` resumes then). Two
+        changes in one instant (an update's stop and start) succeed it with the first: a
+        waiter that must not miss one reads ``state`` when it resumes.
         """
-        event = self.env.event()
-        self._waiters.append(event)
-        return event
+        if self._next_change is None:
+            self._next_change = self.env.event()
+        return self._next_change
 
     @property
     def crashes(self) -> list[tuple[float, str]]:
@@ -351,10 +350,6 @@ class Machine:
             return
         was = self._state
         self._state = state
-        if self._waiters and state != was:
-            waiters, self._waiters = self._waiters, []
-            for waiter in waiters:
-                waiter.succeed(state)
         serving = self.serving
         if serving is not None:
             up = state == "started"
@@ -364,5 +359,9 @@ class Machine:
                     serving.changed()
         if self.history is not None:
             self.history.append((self.env.now, state))
+        waiting = self._next_change
+        if waiting is not None:
+            self._next_change = None
+            waiting.succeed(state)
         if self.on_state is not None:
             self.on_state(self)
