@@ -12,7 +12,7 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from platform_testbed.sim.config.settings import BadInput
 
@@ -58,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def steps(args: argparse.Namespace) -> list[ProcessStep]:
     """The rows the options ask for, validated (``BadInput``, one line) before any world runs."""
-    commands = [("check-http", c) for c in args.check_http] + [("deploy-cmd", c) for c in args.deploy_cmd]
+    modes: tuple[Literal["check-http", "deploy-cmd"], ...] = ("check-http", "deploy-cmd")
+    commands = [(mode, c) for mode in modes for c in getattr(args, mode.replace("-", "_"))]
     if not commands:
         return []
     timeout, speed = args.http_timeout, args.speed
@@ -75,7 +76,7 @@ def steps(args: argparse.Namespace) -> list[ProcessStep]:
         if any(s.name == name for s in made):
             raise BadInput(f"--{mode} {command!r}: another row is named {name!r} (one command "
                            "per program and mode)")
-        made.append(ProcessStep(mode, tuple(argv), name, timeout, speed))  # type: ignore[arg-type]
+        made.append(ProcessStep(mode, tuple(argv), name, timeout, speed))
     return made
 
 
