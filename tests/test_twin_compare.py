@@ -268,3 +268,19 @@ def test_bad_input_is_one_line_and_exit_2(
     assert out == ""
     assert err.count("\n") == 1, err
     assert message in err
+
+
+def test_serve_json_validates_against_its_shipped_schema(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`testbed serve --json` run to its horizon is valid against serve.schema.json; a drift is not."""
+    import jsonschema  # noqa: PLC0415 -- the dev extra's validator, as tests/test_json_schemas.py
+
+    schema = json.loads((ROOT / "sim" / "schemas" / "serve.schema.json").read_text())
+    assert main(["serve", "healthy-release", "--speed", "10000", "--horizon-s", "40", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    jsonschema.validate(document, schema, cls=jsonschema.Draft202012Validator)
+    assert (document["left_running"], document["outcome"]) == ("never updated to the release", "undecided")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**document, "schema_version": 2}, schema,
+                            cls=jsonschema.Draft202012Validator)
