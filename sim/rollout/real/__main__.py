@@ -6,8 +6,10 @@ import argparse
 import json
 import sys
 
-from sim.rollout.real.harness import DEFAULT_FACTOR, EXTRAS, STANDARD, run_all
+from sim.rollout.real.figures import table
 from sim.rollout.real.haproxy import HaproxyMissing
+from sim.rollout.real.harness import run_all
+from sim.rollout.real.variants import DEFAULT_FACTOR, EXTRAS, STANDARD
 
 NAMES = {v.name: v for v in STANDARD}
 
@@ -27,11 +29,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="divide every time by this (rps multiplied by it)")
     parser.add_argument("--extras", action="store_true",
                         help="also the configurations the write-up does not give")
+    parser.add_argument("--jobs", type=int, default=3, help="real deploys run at once")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     if not 1 <= args.deploys <= 1000 or not 1 <= args.model_seeds <= 100_000:
         parser.error("--deploys must be 1..1000 and --model-seeds 1..100000")
+    if not 1 <= args.jobs <= 16:
+        parser.error("--jobs must be 1..16")
     if not 1 <= args.factor <= 100:
         parser.error("--factor must be between 1 and 100")
     unknown = [c for c in args.configs if c not in NAMES]
@@ -46,15 +51,14 @@ def main(argv: list[str] | None = None) -> int:
             print(line, file=sys.stderr, flush=True)
 
     try:
-        rows = run_all(variants, args.factor, args.deploys, args.model_seeds, progress)
+        rows = run_all(variants, factor=args.factor, deploys=args.deploys,
+                       model_seeds=args.model_seeds, jobs=args.jobs, progress=progress)
     except HaproxyMissing as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({"factor": args.factor, "configurations": [r.json() for r in rows]}))
     else:
-        from sim.rollout.real.harness import table
-
         print(table(rows))
     return 0
 

@@ -182,7 +182,7 @@ def parse_log(lines: Iterable[str]) -> LogTally:
         if status == "200" and term.startswith("-"):
             tally.served += 1
             tally.served_by_server[server] = tally.served_by_server.get(server, 0) + 1
-        elif status in ("502", "503", "504") and term[:1] in ("S", "s") or server == "<NOSRV>":
+        elif (status in ("502", "503", "504") and term[:1] in ("S", "s")) or server == "<NOSRV>":
             key = f"{status} {term}" + (" NOSRV" if server == "<NOSRV>" else "")
             tally.lost_by_code[key] = tally.lost_by_code.get(key, 0) + 1
             tally.lost_by_server[server] = tally.lost_by_server.get(server, 0) + 1

@@ -1,9 +1,6 @@
 """Run a rollout file's deploy on real parts (HAProxy, server processes, load) and in the model.
 
-All of a rollout file's times are divided by one factor (``--factor``, 20 by default) and
-its request rate multiplied by it, so a deploy takes seconds and the counts stay the same;
-the model is run with exactly those scaled values (``scaled_sets``), so what is compared is
-the model's prediction at the timings the real parts ran with.
+Timings are scaled by one factor for both sides (``variants.scaled``).
 
 The deploy follows ``sim.rollout.deploy.RollingDeploy._update``, one server at a time:
 SIGTERM (the drain: health 503, requests served), the process closes its listener after
@@ -17,146 +14,32 @@ traffic runs from ``0`` to ``settle_s`` after the last server, as in ``sim.rollo
 
 from __future__ import annotations
 
+import contextlib
 import os
-import random
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from sim.rollout.config import RolloutScenario, load
+from sim.rollout.real.figures import Comparison
 from sim.rollout.real.haproxy import Balancer, ensure_haproxy, parse_log, render_config, server_states
 from sim.rollout.real.loadgen import LoadGenerator
 from sim.rollout.real.server import free_port
-from sim.rollout.world import run as model_run
+from sim.rollout.real.variants import (
+    DeployFigures,
+    Variant,
+    model_deploys,
+    model_unscaled,
+    scaled,
+    start_delays,
+)
 
 SERVER_SCRIPT = Path(__file__).with_name("server.py")
-DEFAULT_FACTOR = 20.0
-
-#: Fields holding seconds, divided by the factor; ``traffic.rps`` is multiplied by it.
-TIME_FIELDS = (
-    "settle_s",
-    "balancer.interval_s",
-    "deploy.at_s",
-    "deploy.serve_after_drain_s",
-    "deploy.shutdown_s",
-    "deploy.stop_grace_period_s",
-    "deploy.start_min_s",
-    "deploy.start_max_s",
-    "deploy.healthy_timeout_s",
-    "watchdog.interval_s",
-    "watchdog.repair_s",
-    "timing.max_reheal_s",
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Variant:
-    """One row of the comparison: a rollout file, overrides, and real-only settings.
-
-    ``server_idle_s`` (the server's keep-alive idle timeout) and ``balancer_idle_s`` (how
-    long HAProxy keeps an idle server connection) are in the rollout file's (unscaled)
-    seconds; the model has no keep-alive, so they change only the real side.
-    """
-
-    name: str
-    scenario: str
-    sets: tuple[str, ...] = ()
-    server_idle_s: float | None = None
-    balancer_idle_s: float = 200.0
-    http_reuse: str | None = None
-    retries: int = 0
-    redispatch: bool = False
-    #: Rate multiplier over the file's rps (both sides), for variants that need traffic.
-    note: str = ""
-
-
-#: The three configurations of the write-up.
-STANDARD = (
-    Variant("original", "original"),
-    Variant("intermediate", "intermediate"),
-    Variant("fixed", "fixed"),
-)
-#: Configurations the write-up does not give.
-EXTRAS = (
-    Variant(
-        "fixed, server keep-alive 2 s < balancer's 200 s, http-reuse always",
-        "fixed",
-        server_idle_s=2.0,
-        http_reuse="always",
-        note="the server closes idle keep-alive connections HAProxy still holds in its pool",
-    ),
-    Variant(
-        "original, HAProxy retries 3 + redispatch",
-        "original",
-        retries=3,
-        redispatch=True,
-        note="a refused connection is retried, the last time on another server",
-    ),
-)
-
-
-def _get(scenario: RolloutScenario, dotted: str) -> Any:
-    obj: Any = scenario
-    for part in dotted.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def scaled_sets(name: str, sets: Sequence[str], factor: float) -> list[str]:
-    """``--set`` overrides that divide every time of the file by ``factor`` (rps times it)."""
-    base = load(name, list(sets))
-    out = list(sets)
-    out += [f"{key}={float(_get(base, key)) / factor!r}" for key in TIME_FIELDS]
-    out.append(f"traffic.rps={base.traffic.rps * factor!r}")
-    return out
-
-
-def scaled(variant: Variant, factor: float) -> RolloutScenario:
-    """The variant's scenario with its times divided by ``factor``."""
-    return load(variant.scenario, scaled_sets(variant.scenario, variant.sets, factor))
-
-
-# ---------------------------------------------------------------------------- model side
-
-
-@dataclass(frozen=True, slots=True)
-class DeployFigures:
-    """One deploy's figures, real or modelled."""
-
-    lost: int
-    health_503: int
-    served: int
-    requests: int
-    detail: dict[str, Any] = field(default_factory=dict)
-
-
-def model_deploys(variant: Variant, factor: float, seeds: Sequence[int]) -> list[DeployFigures]:
-    """The model's figures at the scaled timings, one per seed."""
-    scenario = scaled(variant, factor)
-    out = []
-    for seed in seeds:
-        r = model_run(scenario, seed)
-        out.append(DeployFigures(r.bad_gateway, r.draining_503, r.served, r.requests,
-                                 {"deploy": r.deploy_status}))
-    return out
-
-
-def model_unscaled(variant: Variant, seeds: Sequence[int]) -> list[int]:
-    """The model's 502s at the file's own timings, for the check that scaling changes nothing."""
-    scenario = load(variant.scenario, list(variant.sets))
-    return [model_run(scenario, seed).bad_gateway for seed in seeds]
-
-
-# ----------------------------------------------------------------------------- real side
-
 
 class DeployFailed(Exception):
     """The real deploy could not run (a server not up, HAProxy not ready)."""
@@ -172,14 +55,10 @@ def _read(path: Path) -> list[str]:
 def _kill_group(proc: subprocess.Popen[bytes] | None) -> None:
     if proc is None or proc.poll() is not None:
         return
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def _popen(cmd: list[str], stdout: Path | None, stderr: Path) -> subprocess.Popen[bytes]:
@@ -203,12 +82,14 @@ def _wait_for(predicate: Callable[[], bool], timeout_s: float, poll_s: float) ->
         time.sleep(poll_s)
 
 
-def real_deploy(variant: Variant, factor: float, seed: int, haproxy: str) -> DeployFigures:
+def real_deploy(  # noqa: PLR0915 -- one deploy's steps, read top to bottom
+    variant: Variant, factor: float, seed: int, haproxy: str
+) -> DeployFigures:
     """Run one deploy on real parts and tally it; every process started here is ended."""
     scn = scaled(variant, factor)
     d = scn.deploy
     count = scn.fleet.servers
-    rng = random.Random(seed)
+    delays = start_delays(scn, seed)
     with tempfile.TemporaryDirectory(prefix="testbed-lb-") as tmp:
         work = Path(tmp)
         ports: list[int] = []
@@ -247,11 +128,20 @@ def real_deploy(variant: Variant, factor: float, seed: int, haproxy: str) -> Dep
         sock = str(work / "stats.sock")
         poll_s = min(0.01, scn.balancer.interval_s / 20)
 
+        seen: dict[str, str] = {}
+        transitions: list[tuple[float, str, str]] = []
+        t0 = time.monotonic()
+
         def states() -> dict[str, str]:
             try:
-                return server_states(sock)
+                now_states = server_states(sock)
             except OSError:
                 return {}
+            for name, state in now_states.items():
+                if seen.get(name) != state:
+                    seen[name] = state
+                    transitions.append((round(time.monotonic() - t0, 3), name, state))
+            return now_states
 
         try:
             now = time.time()
@@ -279,12 +169,14 @@ def real_deploy(variant: Variant, factor: float, seed: int, haproxy: str) -> Dep
                 err = (work / "haproxy.err").read_text().strip().splitlines()[-1:]
                 raise DeployFailed(f"haproxy not ready with all servers UP: {states()} {err}")
             rate = scn.traffic.rps
-            load_gen = LoadGenerator(fe_port, rate, seed, int(rate * longest * 2) + 100, longest)
+            load_gen = LoadGenerator(fe_port, rate, seed=seed, max_requests=int(rate * longest * 2) + 100,
+                                     max_duration_s=longest)
             t0 = time.monotonic()
             load_gen.start()
             time.sleep(max(0.0, t0 + d.at_s - time.monotonic()))
             forced = 0
             status = "succeeded"
+            steps: list[dict[str, Any]] = []
             for i in range(count):
                 proc = procs[i]
                 assert proc is not None
@@ -295,16 +187,24 @@ def real_deploy(variant: Variant, factor: float, seed: int, haproxy: str) -> Dep
                 except subprocess.TimeoutExpired:
                     _kill_group(proc)
                     forced += 1
-                listen_at = time.time() + rng.uniform(d.start_min_s, d.start_max_s)
+                exited_at = time.monotonic()
+                listen_at = time.time() + delays[i]
                 spawn(i, listen_at)
                 name = f"s{i + 1}"
-                if not _wait_for(lambda i=i, name=name: checked_ok(i) and states().get(name) == "UP",
-                                 d.healthy_timeout_s, poll_s):
+
+                def healthy(i: int = i, name: str = name) -> bool:
+                    return checked_ok(i) and states().get(name) == "UP"
+
+                if not _wait_for(healthy, d.healthy_timeout_s, poll_s):
                     status = "failed"
                     break
                 bound_at = next((float(x.split()[0]) for x in _read(logs[i][-1])
                                  if x.split()[1] == "L"), listen_at)
                 late.append(bound_at - listen_at)
+                steps.append({"server": name, "drain_s": round(drain_at - t0, 3),
+                              "exited_s": round(exited_at - t0, 3),
+                              "listening_s": round(bound_at - time.time() + time.monotonic() - t0, 3),
+                              "healthy_s": round(time.monotonic() - t0, 3)})
             deploy_s = time.monotonic() - t0 - d.at_s
             time.sleep(scn.settle_s)
             client = load_gen.stop()
@@ -315,10 +215,8 @@ def real_deploy(variant: Variant, factor: float, seed: int, haproxy: str) -> Dep
                 load_gen.stop(wait_s=2.0)
             if hap is not None and hap.poll() is None:
                 hap.send_signal(signal.SIGUSR1)  # soft stop: finish logging
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     hap.wait(timeout=2)
-                except subprocess.TimeoutExpired:
-                    pass
             _kill_group(hap)
             for proc in procs:
                 _kill_group(proc)
@@ -343,147 +241,58 @@ def real_deploy(variant: Variant, factor: float, seed: int, haproxy: str) -> Dep
             "force_killed": forced,
             "deploy_s": round(deploy_s, 3),
             "bind_late_max_s": round(max(late, default=0.0), 3),
+            "steps": steps,
+            "transitions": transitions,
         },
     )
 
 
-# ---------------------------------------------------------------------------- comparison
-
-
-@dataclass(frozen=True, slots=True)
-class Spread:
-    """Mean, standard deviation, min, max and count of one figure."""
-
-    mean: float
-    sd: float
-    lo: int
-    hi: int
-    n: int
-
-    @classmethod
-    def of(cls, values: Sequence[int]) -> Spread:
-        """The spread of a list of counts (sd 0 for fewer than two)."""
-        if not values:
-            return cls(0.0, 0.0, 0, 0, 0)
-        sd = statistics.stdev(values) if len(values) > 1 else 0.0
-        return cls(statistics.fmean(values), sd, min(values), max(values), len(values))
-
-    def text(self) -> str:
-        """``mean ± sd (min–max, n)``."""
-        return f"{self.mean:.2f} ± {self.sd:.2f} ({self.lo}–{self.hi}, n={self.n})"
-
-    def json(self) -> dict[str, float | int]:
-        """JSON-ready."""
-        return {"mean": round(self.mean, 3), "sd": round(self.sd, 3), "min": self.lo,
-                "max": self.hi, "n": self.n}
-
-
-@dataclass
-class Comparison:
-    """One variant: the real deploys and the model's, side by side."""
-
-    variant: Variant
-    factor: float
-    real: list[DeployFigures]
-    model: list[DeployFigures]
-    model_unscaled_lost: list[int]
-
-    def spread(self, side: str, figure: str) -> Spread:
-        """The spread of ``figure`` over the ``real`` or ``model`` deploys."""
-        runs = self.real if side == "real" else self.model
-        return Spread.of([getattr(r, figure) for r in runs])
-
-    def gap(self) -> tuple[float, float]:
-        """Real mean minus model mean of the losses, and the standard error of that difference."""
-        r, m = self.spread("real", "lost"), self.spread("model", "lost")
-        se = ((r.sd**2 / r.n if r.n else 0.0) + (m.sd**2 / m.n if m.n else 0.0)) ** 0.5
-        return r.mean - m.mean, se
-
-    def codes(self) -> dict[str, int]:
-        """HAProxy's loss codes summed over the real deploys."""
-        total: Counter[str] = Counter()
-        for r in self.real:
-            total.update(r.detail.get("lost_by_code", {}))
-        return dict(sorted(total.items()))
-
-    def json(self) -> dict[str, Any]:
-        """JSON-ready, with every deploy's figures."""
-        diff, se = self.gap()
-        return {
-            "name": self.variant.name,
-            "scenario": self.variant.scenario,
-            "sets": list(self.variant.sets),
-            "note": self.variant.note,
-            "factor": self.factor,
-            "real": {f: self.spread("real", f).json() for f in ("lost", "health_503", "served")},
-            "model": {f: self.spread("model", f).json() for f in ("lost", "health_503", "served")},
-            "model_unscaled_lost_mean": round(statistics.fmean(self.model_unscaled_lost), 3)
-            if self.model_unscaled_lost else None,
-            "gap": {"real_minus_model": round(diff, 3), "se": round(se, 3)},
-            "real_lost_by_code": self.codes(),
-            "real_deploys": [
-                {"lost": r.lost, "health_503": r.health_503, "served": r.served,
-                 "requests": r.requests, **r.detail}
-                for r in self.real
-            ],
-        }
-
-
 def compare(
-    variant: Variant,
+    variants: Sequence[Variant],
+    *,
     factor: float,
     deploys: int,
     model_seeds: int,
     haproxy: str,
+    jobs: int = 1,
     progress: Callable[[str], None] | None = None,
-) -> Comparison:
-    """Run ``deploys`` real deploys (seeds 0..) and the model over ``model_seeds`` seeds."""
-    real = []
-    for seed in range(deploys):
+) -> list[Comparison]:
+    """Per variant, ``deploys`` real deploys (seeds 0..) and the model over ``model_seeds``
+    seeds (at least ``deploys``); up to ``jobs`` real deploys at once, each with its own
+    HAProxy, servers and ports."""
+    work = [(v, seed) for seed in range(deploys) for v in variants]
+    done: dict[tuple[int, int], DeployFigures] = {}
+
+    def one(item: tuple[Variant, int]) -> None:
+        variant, seed = item
         figures = real_deploy(variant, factor, seed, haproxy)
-        real.append(figures)
+        done[variants.index(variant), seed] = figures
         if progress:
-            progress(f"{variant.name}: deploy {seed + 1}/{deploys}: lost {figures.lost} "
+            progress(f"{variant.name}: seed {seed}: lost {figures.lost} "
                      f"{figures.detail['lost_by_code']}, health 503 {figures.health_503}, "
                      f"served {figures.served}, {figures.detail['deploy_s']:.1f} s")
-    seeds = range(model_seeds)
-    return Comparison(variant, factor, real, model_deploys(variant, factor, seeds),
-                      model_unscaled(variant, seeds))
 
-
-def table(rows: Sequence[Comparison]) -> str:
-    """The comparison as a Markdown table (the README shows it)."""
-    factor = rows[0].factor if rows else DEFAULT_FACTOR
-    head = [
-        f"timings scaled by 1/{factor:g} (rps x{factor:g}); real: HAProxy, seeds 0..n-1; "
-        "model: `testbed rollout` at the same scaled timings",
-        "",
-        "| configuration | lost per deploy, real (mean ± sd, min–max, n) "
-        "| 502 per deploy, model | real − model (± se) | health 503s, real / model "
-        "| served, real / model | real losses by HAProxy code |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for future in [pool.submit(one, item) for item in work]:
+            future.result()
+    seeds = range(max(model_seeds, deploys))
+    return [
+        Comparison(v, factor, [done[k, s] for s in range(deploys)],
+                   model_deploys(v, factor, seeds), model_unscaled(v, seeds))
+        for k, v in enumerate(variants)
     ]
-    body = []
-    for c in rows:
-        diff, se = c.gap()
-        rh, mh = c.spread("real", "health_503"), c.spread("model", "health_503")
-        rs, ms = c.spread("real", "served"), c.spread("model", "served")
-        codes = ", ".join(f"{k}: {v}" for k, v in c.codes().items()) or "-"
-        body.append(
-            f"| {c.variant.name} | {c.spread('real', 'lost').text()} "
-            f"| {c.spread('model', 'lost').text()} | {diff:+.2f} (± {se:.2f}) "
-            f"| {rh.mean:.1f} / {mh.mean:.1f} | {rs.mean:.0f} / {ms.mean:.0f} | {codes} |"
-        )
-    return "\n".join(head + body)
 
 
 def run_all(
     variants: Sequence[Variant],
+    *,
     factor: float,
     deploys: int,
     model_seeds: int,
+    jobs: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> list[Comparison]:
-    """Every variant in turn (HAProxy installed first if missing)."""
+    """Every variant (HAProxy installed first if missing)."""
     haproxy = ensure_haproxy()
-    return [compare(v, factor, deploys, model_seeds, haproxy, progress) for v in variants]
+    return compare(variants, factor=factor, deploys=deploys, model_seeds=model_seeds,
+                   haproxy=haproxy, jobs=jobs, progress=progress)

@@ -33,6 +33,7 @@ class LoadGenerator:
         self,
         port: int,
         rps: float,
+        *,
         seed: int,
         max_requests: int,
         max_duration_s: float,
@@ -88,7 +89,7 @@ class LoadGenerator:
     async def _one(self) -> None:
         try:
             status = await asyncio.wait_for(self._get(), self.request_timeout_s)
-        except (OSError, asyncio.TimeoutError, ValueError):
+        except (TimeoutError, OSError, ValueError):
             status = "error"
         self.result.statuses[status] += 1
 

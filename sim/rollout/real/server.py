@@ -59,7 +59,7 @@ def _handler(state: _State, idle_s: float | None) -> type[BaseHTTPRequestHandler
             self.wfile.write(body)
             state.log(kind, status)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib's name
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
     return Handler
@@ -72,6 +72,7 @@ class _Server(ThreadingHTTPServer):
 
 
 def serve(
+    *,
     port: int,
     listen_at: float,
     serve_after_drain_s: float,
@@ -129,8 +130,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--idle", type=float, default=None, help="keep-alive idle timeout (s)")
     parser.add_argument("--max-life", type=float, default=600.0)
     args = parser.parse_args(argv)
-    serve(args.port, args.listen_at, args.serve_after_drain, args.shutdown, args.log, args.idle,
-          args.max_life)
+    serve(port=args.port, listen_at=args.listen_at, serve_after_drain_s=args.serve_after_drain,
+          shutdown_s=args.shutdown, log_path=args.log, idle_s=args.idle, max_life_s=args.max_life)
 
 
 if __name__ == "__main__":
