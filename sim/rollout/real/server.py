@@ -51,13 +51,15 @@ def _handler(state: _State, idle_s: float | None) -> type[BaseHTTPRequestHandler
                 status, kind = (503, "H") if state.draining else (200, "H")
             else:
                 status, kind = 200, "R"
+            # Logged when answered, before the write: HAProxy's check reads the status line
+            # and resets the connection, so a write after it can fail (the answer was given).
+            state.log(kind, status)
             body = b"draining\n" if status == 503 else b"ok\n"
             self.send_response(status)
             self.send_header("Content-Type", "text/plain")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
-            state.log(kind, status)
 
         def log_message(self, format: str, *args: Any) -> None:
             return
@@ -69,6 +71,10 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A peer that resets the connection (HAProxy's checks do) is not an error here."""
+        return
 
 
 def serve(
