@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 
 from sim.rollout.real.figures import table
 from sim.rollout.real.haproxy import HaproxyMissing
-from sim.rollout.real.harness import run_all
+from sim.rollout.real.harness import kill_all, run_all
 from sim.rollout.real.variants import DEFAULT_FACTOR, EXTRAS, STANDARD
 
 NAMES = {v.name: v for v in STANDARD}
@@ -50,6 +52,13 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)
 
+    def stop(signum: int, frame: object) -> None:
+        # Worker threads cannot be interrupted: end every child now, then the process.
+        kill_all()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     try:
         rows = run_all(variants, factor=args.factor, deploys=args.deploys,
                        model_seeds=args.model_seeds, jobs=args.jobs, progress=progress)

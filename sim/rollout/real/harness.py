@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -52,8 +54,29 @@ def _read(path: Path) -> list[str]:
         return []
 
 
+#: Every child process running now, so ``kill_all`` can end them if the harness is stopped.
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
+#: The deploys' working folders now in use, removed by ``kill_all`` too.
+_DIRS: set[Path] = set()
+
+
+def kill_all() -> None:
+    """SIGKILL every process group this harness started that still runs (on SIGTERM/SIGINT)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        _kill_group(proc)
+    for folder in list(_DIRS):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _kill_group(proc: subprocess.Popen[bytes] | None) -> None:
-    if proc is None or proc.poll() is not None:
+    if proc is None:
+        return
+    with _LIVE_LOCK:
+        _LIVE.discard(proc)
+    if proc.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -63,13 +86,12 @@ def _kill_group(proc: subprocess.Popen[bytes] | None) -> None:
 
 def _popen(cmd: list[str], stdout: Path | None, stderr: Path) -> subprocess.Popen[bytes]:
     """Start ``cmd`` in its own session (so its group can be killed), output to files."""
-    with open(stderr, "ab") as err:
-        if stdout is None:
-            return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=err, start_new_session=True)
-        with open(stdout, "ab") as out:
-            return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    start_new_session=True)
+    with open(stderr, "ab") as err, open(stdout or os.devnull, "ab") as out:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                start_new_session=True)
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+    return proc
 
 
 def _wait_for(predicate: Callable[[], bool], timeout_s: float, poll_s: float) -> bool:
@@ -92,6 +114,7 @@ def real_deploy(  # noqa: PLR0915 -- one deploy's steps, read top to bottom
     delays = start_delays(scn, seed)
     with tempfile.TemporaryDirectory(prefix="testbed-lb-") as tmp:
         work = Path(tmp)
+        _DIRS.add(work)
         ports: list[int] = []
         while len(ports) < count + 1:
             port = free_port()
@@ -220,6 +243,7 @@ def real_deploy(  # noqa: PLR0915 -- one deploy's steps, read top to bottom
             _kill_group(hap)
             for proc in procs:
                 _kill_group(proc)
+            _DIRS.discard(work)
         tally = parse_log(_read(work / "haproxy.log"))
         server_lines = [line.split() for gen in logs for log in gen for line in _read(log)]
         health_503 = sum(1 for p in server_lines if p[1:] == ["H", "503"])
