@@ -31,12 +31,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="divide every time by this (rps multiplied by it)")
     parser.add_argument("--extras", action="store_true",
                         help="also the configurations the write-up does not give")
+    parser.add_argument("--first-seed", type=int, default=0, help="seed of the first deploy")
     parser.add_argument("--jobs", type=int, default=3, help="real deploys run at once")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     if not 1 <= args.deploys <= 1000 or not 1 <= args.model_seeds <= 100_000:
         parser.error("--deploys must be 1..1000 and --model-seeds 1..100000")
+    if not 0 <= args.first_seed <= 10**9:
+        parser.error("--first-seed must be 0..1000000000")
     if not 1 <= args.jobs <= 16:
         parser.error("--jobs must be 1..16")
     if not 1 <= args.factor <= 100:
@@ -61,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, stop)
     try:
         rows = run_all(variants, factor=args.factor, deploys=args.deploys,
-                       model_seeds=args.model_seeds, jobs=args.jobs, progress=progress)
+                       model_seeds=args.model_seeds, jobs=args.jobs,
+                       first_seed=args.first_seed, progress=progress)
     except HaproxyMissing as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -50,6 +50,7 @@ class Comparison:
     real: list[DeployFigures]
     model: list[DeployFigures]
     model_unscaled_lost: list[int]
+    first_seed: int = 0
 
     def spread(self, side: str, figure: str) -> Spread:
         """The spread of ``figure`` over the ``real`` or ``model`` deploys."""
@@ -85,6 +86,7 @@ class Comparison:
             "sets": list(self.variant.sets),
             "note": self.variant.note,
             "factor": self.factor,
+            "first_seed": self.first_seed,
             "real": {f: self.spread("real", f).json() for f in ("lost", "health_503", "served")},
             "model": {f: self.spread("model", f).json() for f in ("lost", "health_503", "served")},
             "model_unscaled_lost_mean": round(statistics.fmean(self.model_unscaled_lost), 3)
@@ -104,9 +106,10 @@ class Comparison:
 def table(rows: Sequence[Comparison]) -> str:
     """The comparison as a Markdown table (the README shows it)."""
     factor = rows[0].factor if rows else DEFAULT_FACTOR
+    first = rows[0].first_seed if rows else 0
     head = [
         f"timings scaled by 1/{factor:g} (rps x{factor:g}); real: HAProxy {haproxy_version()}, "
-        "deploys of seeds 0..n-1; model: `testbed rollout` at the same scaled timings; "
+        f"deploys of seeds {first}..{first}+n-1; model: `testbed rollout` at the same scaled timings; "
         "paired: the same seeds (same start times)",
         "",
         "| configuration | lost per deploy, real (mean ± sd, min–max, n) "

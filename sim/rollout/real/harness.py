@@ -192,7 +192,9 @@ def real_deploy(  # noqa: PLR0915 -- one deploy's steps, read top to bottom
                 err = (work / "haproxy.err").read_text().strip().splitlines()[-1:]
                 raise DeployFailed(f"haproxy not ready with all servers UP: {states()} {err}")
             rate = scn.traffic.rps
-            load_gen = LoadGenerator(fe_port, rate, seed=seed, max_requests=int(rate * longest * 2) + 100,
+            # Its own stream: not random.Random(seed), whose first words seed the model's streams.
+            load_gen = LoadGenerator(fe_port, rate, seed=f"loadgen/{seed}",
+                                     max_requests=int(rate * longest * 2) + 100,
                                      max_duration_s=longest)
             t0 = time.monotonic()
             load_gen.start()
@@ -216,7 +218,9 @@ def real_deploy(  # noqa: PLR0915 -- one deploy's steps, read top to bottom
                 name = f"s{i + 1}"
 
                 def healthy(i: int = i, name: str = name) -> bool:
-                    return checked_ok(i) and states().get(name) == "UP"
+                    # Polled every time (not only once the new server answered a check), so
+                    # the transitions record when HAProxy marked the old one DOWN.
+                    return states().get(name) == "UP" and checked_ok(i)
 
                 if not _wait_for(healthy, d.healthy_timeout_s, poll_s):
                     status = "failed"
@@ -224,7 +228,11 @@ def real_deploy(  # noqa: PLR0915 -- one deploy's steps, read top to bottom
                 bound_at = next((float(x.split()[0]) for x in _read(logs[i][-1])
                                  if x.split()[1] == "L"), listen_at)
                 late.append(bound_at - listen_at)
+                closed_at = next((float(x.split()[0]) for x in _read(logs[i][-2])
+                                  if x.split()[1] == "C"), None)
                 steps.append({"server": name, "drain_s": round(drain_at - t0, 3),
+                              "closed_s": None if closed_at is None
+                              else round(closed_at - time.time() + time.monotonic() - t0, 3),
                               "exited_s": round(exited_at - t0, 3),
                               "listening_s": round(bound_at - time.time() + time.monotonic() - t0, 3),
                               "healthy_s": round(time.monotonic() - t0, 3)})
@@ -279,12 +287,14 @@ def compare(
     model_seeds: int,
     haproxy: str,
     jobs: int = 1,
+    first_seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> list[Comparison]:
-    """Per variant, ``deploys`` real deploys (seeds 0..) and the model over ``model_seeds``
-    seeds (at least ``deploys``); up to ``jobs`` real deploys at once, each with its own
-    HAProxy, servers and ports."""
-    work = [(v, seed) for seed in range(deploys) for v in variants]
+    """Per variant, ``deploys`` real deploys (seeds ``first_seed``..) and the model over
+    ``model_seeds`` seeds from the same first one (at least ``deploys``); up to ``jobs``
+    real deploys at once, each with its own HAProxy, servers and ports."""
+    real_seeds = range(first_seed, first_seed + deploys)
+    work = [(v, seed) for seed in real_seeds for v in variants]
     done: dict[tuple[int, int], DeployFigures] = {}
 
     def one(item: tuple[Variant, int]) -> None:
@@ -299,10 +309,10 @@ def compare(
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         for future in [pool.submit(one, item) for item in work]:
             future.result()
-    seeds = range(max(model_seeds, deploys))
+    seeds = range(first_seed, first_seed + max(model_seeds, deploys))
     return [
-        Comparison(v, factor, [done[k, s] for s in range(deploys)],
-                   model_deploys(v, factor, seeds), model_unscaled(v, seeds))
+        Comparison(v, factor, [done[k, s] for s in real_seeds],
+                   model_deploys(v, factor, seeds), model_unscaled(v, seeds), first_seed)
         for k, v in enumerate(variants)
     ]
 
@@ -314,9 +324,10 @@ def run_all(
     deploys: int,
     model_seeds: int,
     jobs: int = 1,
+    first_seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> list[Comparison]:
     """Every variant (HAProxy installed first if missing)."""
     haproxy = ensure_haproxy()
     return compare(variants, factor=factor, deploys=deploys, model_seeds=model_seeds,
-                   haproxy=haproxy, jobs=jobs, progress=progress)
+                   haproxy=haproxy, jobs=jobs, first_seed=first_seed, progress=progress)

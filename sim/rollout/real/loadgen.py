@@ -24,6 +24,8 @@ class LoadResult:
 
     sent: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
+    #: Per request: when it was due and when it was sent (epoch seconds), and what it got.
+    log: list[tuple[float, float, str]] = field(default_factory=list)
 
 
 class LoadGenerator:
@@ -34,7 +36,7 @@ class LoadGenerator:
         port: int,
         rps: float,
         *,
-        seed: int,
+        seed: int | str,
         max_requests: int,
         max_duration_s: float,
         request_timeout_s: float = 5.0,
@@ -80,18 +82,20 @@ class LoadGenerator:
             if self._stop.is_set():
                 break
             self.result.sent += 1
-            task = asyncio.create_task(self._one())
+            task = asyncio.create_task(self._one(time.time() - (time.monotonic() - start - due)))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
         if tasks:
             await asyncio.wait(tasks, timeout=self.request_timeout_s)
 
-    async def _one(self) -> None:
+    async def _one(self, due_at: float) -> None:
+        sent_at = time.time()
         try:
             status = await asyncio.wait_for(self._get(), self.request_timeout_s)
         except (TimeoutError, OSError, ValueError):
             status = "error"
         self.result.statuses[status] += 1
+        self.result.log.append((due_at, sent_at, status))
 
     async def _get(self) -> str:
         reader, writer = await asyncio.open_connection(HOST, self.port)

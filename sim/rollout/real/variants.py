@@ -39,8 +39,8 @@ TIME_FIELDS = (
 class Variant:
     """One row of the comparison: a rollout file, overrides, and real-only settings.
 
-    ``server_idle_s`` (the server's keep-alive idle timeout) and ``balancer_idle_s`` (how
-    long HAProxy keeps an idle server connection) are in the rollout file's (unscaled)
+    ``server_idle_s`` (the server's keep-alive idle timeout, None: unbounded) and
+    ``balancer_idle_s`` (HAProxy's ``timeout server``) are in the rollout file's (unscaled)
     seconds; the model has no keep-alive, so they change only the real side.
     """
 
@@ -52,7 +52,7 @@ class Variant:
     http_reuse: str | None = None
     retries: int = 0
     redispatch: bool = False
-    #: Rate multiplier over the file's rps (both sides), for variants that need traffic.
+    #: What the variant is about (in the JSON document).
     note: str = ""
 
 
@@ -65,14 +65,22 @@ STANDARD = (
 #: Configurations the write-up does not give.
 EXTRAS = (
     Variant(
-        "fixed, server keep-alive 2 s < balancer's 200 s, http-reuse always",
+        "fixed + server keep-alive idle 2 s, http-reuse always",
         "fixed",
         server_idle_s=2.0,
         http_reuse="always",
-        note="the server closes idle keep-alive connections HAProxy still holds in its pool",
+        note="the server closes idle keep-alive connections HAProxy still holds in its pool "
+        "(HAProxy keeps them up to pool-purge-delay, 5 s, and timeout server, 10 s)",
     ),
     Variant(
-        "original, HAProxy retries 3 + redispatch",
+        "fixed + server keep-alive unbounded, http-reuse always (control)",
+        "fixed",
+        server_idle_s=None,
+        http_reuse="always",
+        note="the control for the row above: the same reuse, the server never closes first",
+    ),
+    Variant(
+        "original + HAProxy retries 3, option redispatch",
         "original",
         retries=3,
         redispatch=True,
