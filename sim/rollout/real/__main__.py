@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 
-from sim.rollout.real.figures import table
+from sim.rollout.real.figures import haproxy_version, table, table_of
 from sim.rollout.real.haproxy import HaproxyMissing
 from sim.rollout.real.harness import kill_all, run_all
 from sim.rollout.real.variants import DEFAULT_FACTOR, EXTRAS, STANDARD
@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first-seed", type=int, default=0, help="seed of the first deploy")
     parser.add_argument("--jobs", type=int, default=3, help="real deploys run at once")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    parser.add_argument("--from-json", metavar="FILE",
+                        help="print the table of a saved --json document and exit (runs nothing)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
     if not 1 <= args.deploys <= 1000 or not 1 <= args.model_seeds <= 100_000:
@@ -44,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--jobs must be 1..16")
     if not 1 <= args.factor <= 100:
         parser.error("--factor must be between 1 and 100")
+    if args.from_json:
+        with open(args.from_json) as handle:
+            document = json.loads(handle.read().strip().splitlines()[-1])
+        print(table_of(document["configurations"], document.get("haproxy", "?")))
+        return 0
     unknown = [c for c in args.configs if c not in NAMES]
     if unknown:
         parser.error(f"unknown configuration {unknown[0]!r}: choose from {', '.join(NAMES)}")
@@ -70,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"factor": args.factor, "configurations": [r.json() for r in rows]}))
+        print(json.dumps({"factor": args.factor, "haproxy": haproxy_version(),
+                          "configurations": [r.json() for r in rows]}))
     else:
         print(table(rows))
     return 0

@@ -105,12 +105,22 @@ class Comparison:
 
 def table(rows: Sequence[Comparison]) -> str:
     """The comparison as a Markdown table (the README shows it)."""
-    factor = rows[0].factor if rows else DEFAULT_FACTOR
-    first = rows[0].first_seed if rows else 0
+    return table_of([r.json() for r in rows], haproxy_version())
+
+
+def _spread_text(s: dict[str, Any]) -> str:
+    return f"{s['mean']:.2f} ± {s['sd']:.2f} ({s['min']}–{s['max']}, n={s['n']})"
+
+
+def table_of(configurations: Sequence[dict[str, Any]], version: str = "?") -> str:
+    """The table from the JSON document's ``configurations`` (``--from-json`` re-renders one)."""
+    factor = configurations[0]["factor"] if configurations else DEFAULT_FACTOR
+    first = configurations[0].get("first_seed", 0) if configurations else 0
+    n = configurations[0]["real"]["lost"]["n"] if configurations else 0
     head = [
-        f"timings scaled by 1/{factor:g} (rps x{factor:g}); real: HAProxy {haproxy_version()}, "
-        f"deploys of seeds {first}..{first}+n-1; model: `testbed rollout` at the same scaled timings; "
-        "paired: the same seeds (same start times)",
+        f"timings scaled by 1/{factor:g} (rps x{factor:g}); real: HAProxy {version}, "
+        f"deploys of seeds {first}–{first + n - 1}; model: `testbed rollout` at the same scaled "
+        "timings; paired: the same seeds (same start times)",
         "",
         "| configuration | lost per deploy, real (mean ± sd, min–max, n) "
         "| 502 per deploy, model | model, paired seeds | real − model, paired (± se) "
@@ -118,16 +128,15 @@ def table(rows: Sequence[Comparison]) -> str:
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     body = []
-    for c in rows:
-        diff, se = c.gap()
-        rh, mh = c.spread("real", "health_503"), c.spread("model", "health_503")
-        rs, ms = c.spread("real", "served"), c.spread("model", "served")
-        codes = ", ".join(f"{k}: {v}" for k, v in c.codes().items()) or "-"
+    for c in configurations:
+        real, model = c["real"], c["model"]
+        codes = ", ".join(f"{k}: {v}" for k, v in c["real_lost_by_code"].items()) or "-"
         body.append(
-            f"| {c.variant.name} | {c.spread('real', 'lost').text()} "
-            f"| {c.spread('model', 'lost').text()} | {c.paired_model().mean:.2f} "
-            f"| {diff:+.2f} (± {se:.2f}) "
-            f"| {rh.mean:.1f} / {mh.mean:.1f} | {rs.mean:.0f} / {ms.mean:.0f} | {codes} |"
+            f"| {c['name']} | {_spread_text(real['lost'])} | {_spread_text(model['lost'])} "
+            f"| {c['model_paired_lost']['mean']:.2f} "
+            f"| {c['gap']['real_minus_model_paired']:+.2f} (± {c['gap']['se']:.2f}) "
+            f"| {real['health_503']['mean']:.1f} / {model['health_503']['mean']:.1f} "
+            f"| {real['served']['mean']:.0f} / {model['served']['mean']:.0f} | {codes} |"
         )
     return "\n".join(head + body)
 
