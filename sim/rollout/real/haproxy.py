@@ -74,6 +74,8 @@ class Balancer:
     http_reuse: str | None = None
     #: HAProxy's ``timeout server`` / idle-connection keep time, in scaled seconds.
     server_timeout_s: float = 10.0
+    #: The ``balance`` algorithm; ``random(1)``: one target in rotation drawn per request.
+    balance: str = "random(1)"
 
 
 def _ms(seconds: float) -> str:
@@ -108,7 +110,7 @@ def render_config(
         "    default_backend fleet",
         "",
         "backend fleet",
-        "    balance random(1)",
+        f"    balance {b.balance}",
         "    option httpchk",
         "    http-check send meth GET uri /health",
         "    http-check expect status 200",

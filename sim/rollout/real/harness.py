@@ -175,7 +175,7 @@ def real_deploy(  # noqa: PLR0915 -- one deploy's steps, read top to bottom
             balancer = Balancer(
                 scn.balancer.interval_s, scn.balancer.unhealthy_threshold,
                 scn.balancer.healthy_threshold, variant.retries, variant.redispatch,
-                variant.http_reuse, variant.balancer_idle_s / factor,
+                variant.http_reuse, variant.balancer_idle_s / factor, variant.balance,
             )
             cfg = work / "haproxy.cfg"
             cfg.write_text(render_config(balancer, fe_port, server_ports, sock))

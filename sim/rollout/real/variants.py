@@ -52,6 +52,7 @@ class Variant:
     http_reuse: str | None = None
     retries: int = 0
     redispatch: bool = False
+    balance: str = "random(1)"
     #: What the variant is about (in the JSON document).
     note: str = ""
 
@@ -78,6 +79,12 @@ EXTRAS = (
         server_idle_s=None,
         http_reuse="always",
         note="the control for the row above: the same reuse, the server never closes first",
+    ),
+    Variant(
+        "original + balance roundrobin",
+        "original",
+        balance="roundrobin",
+        note="an exact 1/3 split per target, where random(1) is HAProxy's consistent-hash draw",
     ),
     Variant(
         "original + HAProxy retries 3, option redispatch",
