@@ -274,6 +274,8 @@ def real_deploy(  # noqa: PLR0915 -- one deploy's steps, read top to bottom
             "deploy_s": round(deploy_s, 3),
             "bind_late_max_s": round(max(late, default=0.0), 3),
             "steps": steps,
+            # The machine's 1-minute load average at the end: the parts share its cores.
+            "load_average": round(os.getloadavg()[0], 2),
             "transitions": transitions,
         },
     )
