@@ -109,7 +109,10 @@ def test_short_real_run_loses_requests_as_the_model_does() -> None:
         assert r.lost > 0
         assert r.detail["other"] == 0
         assert r.requests == r.detail["client_sent"]
-        assert r.served == r.detail["served_at_servers"]
+        # A server logs a request when it answers; one in flight when the old process exits
+        # is logged there but reaches the client as HAProxy's 502 SH.
+        in_flight = r.detail["lost_by_code"].get("502 SH", 0)
+        assert r.served <= r.detail["served_at_servers"] <= r.served + in_flight
         assert set(r.detail["lost_by_code"]) <= {"503 SC", "502 SH", "503 SC NOSRV"}
     assert all(m.lost > 0 for m in c.model[:2])
     assert c.spread("model", "lost").mean > 5
