@@ -7,6 +7,9 @@ machine), skipped with the reason when not root and missing.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from sim.rollout.real.figures import Comparison, Spread, table
@@ -24,6 +27,8 @@ from sim.rollout.real.variants import (
 from sim.rollout.world import run as model_run
 
 ORIGINAL = STANDARD[0]
+#: A row of the README table: configuration, real column, model column.
+ROW = re.compile(r"^\| (original|intermediate|fixed) \| [^|]+ \| ([^|]+?) \|", re.M)
 
 
 def test_config_maps_the_health_check_numbers() -> None:
@@ -116,3 +121,13 @@ def test_short_real_run_loses_requests_as_the_model_does() -> None:
         assert set(r.detail["lost_by_code"]) <= {"503 SC", "502 SH", "503 SC NOSRV"}
     assert all(m.lost > 0 for m in c.model[:2])
     assert c.spread("model", "lost").mean > 5
+
+
+def test_readme_model_column_is_what_the_model_gives_now() -> None:
+    """The README's real-vs-model table: its model column (deterministic) is today's model
+    at 1/20 timings over seeds 0-99; the real column is a measurement and is not re-run."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    rows = {m[0]: m[1] for m in ROW.findall(readme)}
+    for variant in STANDARD:
+        model = Spread.of([f.lost for f in model_deploys(variant, 20, range(100))])
+        assert rows[variant.name] == model.text(), variant.name
