@@ -18,6 +18,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -33,7 +34,7 @@ class HaproxyMissing(Exception):
 def ensure_haproxy(say: bool = True) -> str:
     """The haproxy binary's path; installs the Debian package when missing and root.
 
-    Prints one line when it installs. Raises ``HaproxyMissing`` (one line) when missing and
+    Prints one line (on stderr) when it installs. Raises ``HaproxyMissing`` (one line) when missing and
     not root, or when the install fails.
     """
     found = shutil.which(HAPROXY) or next(
@@ -46,8 +47,9 @@ def ensure_haproxy(say: bool = True) -> str:
             "haproxy is not installed and this is not root: apt-get install -y haproxy"
         )
     if say:
+        # stderr: stdout may be a --json document.
         print("haproxy missing: installing the Debian package (apt-get install -y haproxy)",
-              flush=True)
+              file=sys.stderr, flush=True)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "haproxy"]):
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
