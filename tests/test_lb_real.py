@@ -7,7 +7,9 @@ machine), skipped with the reason when not root and missing.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -131,3 +133,11 @@ def test_readme_model_column_is_what_the_model_gives_now() -> None:
     for variant in STANDARD:
         model = Spread.of([f.lost for f in model_deploys(variant, 20, range(100))])
         assert rows[variant.name] == model.text(), variant.name
+
+
+def test_missing_haproxy_without_root_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(HaproxyMissing, match="not root: apt-get install -y haproxy"):
+        ensure_haproxy()
