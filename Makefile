@@ -94,7 +94,7 @@ clean:
 # less. About 8 minutes on 2 cores with the defaults (3 deploys at once).
 LB_ARGS ?= --deploys 10 --extras
 validate-lb: $(STAMP_RUN)
-	@$(BIN)/python -m sim.rollout.real $(LB_ARGS)
+	@$(BIN)/python -m platform_testbed.sim.rollout.real $(LB_ARGS)
 
 bench: $(STAMP_RUN)
 	$(BIN)/python benchmarks/bench_core.py

@@ -14,10 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from sim.rollout.real.figures import Comparison, Spread, table
-from sim.rollout.real.haproxy import Balancer, HaproxyMissing, ensure_haproxy, parse_log, render_config
-from sim.rollout.real.harness import compare
-from sim.rollout.real.variants import (
+from platform_testbed.sim.rollout.real.figures import Comparison, Spread, table
+from platform_testbed.sim.rollout.real.haproxy import (
+    Balancer,
+    HaproxyMissing,
+    ensure_haproxy,
+    parse_log,
+    render_config,
+)
+from platform_testbed.sim.rollout.real.harness import compare
+from platform_testbed.sim.rollout.real.variants import (
     STANDARD,
     TIME_FIELDS,
     Variant,
@@ -26,7 +32,7 @@ from sim.rollout.real.variants import (
     scaled,
     start_delays,
 )
-from sim.rollout.world import run as model_run
+from platform_testbed.sim.rollout.world import run as model_run
 
 ORIGINAL = STANDARD[0]
 #: A row of the README table: configuration, real column, model column.

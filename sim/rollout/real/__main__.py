@@ -1,4 +1,4 @@
-"""``python -m sim.rollout.real``: real HAProxy deploys beside the model, as a table or JSON."""
+"""``python -m platform_testbed.sim.rollout.real``: real HAProxy deploys beside the model, as a table."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import os
 import signal
 import sys
 
-from sim.rollout.real.figures import haproxy_version, table, table_of
-from sim.rollout.real.haproxy import HaproxyMissing
-from sim.rollout.real.harness import kill_all, run_all
-from sim.rollout.real.variants import DEFAULT_FACTOR, EXTRAS, STANDARD
+from platform_testbed.sim.rollout.real.figures import haproxy_version, table, table_of
+from platform_testbed.sim.rollout.real.haproxy import HaproxyMissing
+from platform_testbed.sim.rollout.real.harness import kill_all, run_all
+from platform_testbed.sim.rollout.real.variants import DEFAULT_FACTOR, EXTRAS, STANDARD
 
 NAMES = {v.name: v for v in STANDARD}
 
@@ -19,7 +19,7 @@ NAMES = {v.name: v for v in STANDARD}
 def main(argv: list[str] | None = None) -> int:
     """Parse, run, print; 2 on bad input or when HAProxy is missing and cannot be installed."""
     parser = argparse.ArgumentParser(
-        prog="python -m sim.rollout.real",
+        prog="python -m platform_testbed.sim.rollout.real",
         description="Run rolling deploys on real HAProxy and server processes (127.0.0.1 only) "
         "and beside them the model at the same scaled timings.",
     )

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sim.rollout.real.variants import DEFAULT_FACTOR, DeployFigures, Variant
+from platform_testbed.sim.rollout.real.variants import DEFAULT_FACTOR, DeployFigures, Variant
 
 
 @dataclass(frozen=True, slots=True)

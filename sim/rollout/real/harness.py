@@ -28,11 +28,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from sim.rollout.real.figures import Comparison
-from sim.rollout.real.haproxy import Balancer, ensure_haproxy, parse_log, render_config, server_states
-from sim.rollout.real.loadgen import LoadGenerator
-from sim.rollout.real.server import free_port
-from sim.rollout.real.variants import (
+from platform_testbed.sim.rollout.real.figures import Comparison
+from platform_testbed.sim.rollout.real.haproxy import (
+    Balancer,
+    ensure_haproxy,
+    parse_log,
+    render_config,
+    server_states,
+)
+from platform_testbed.sim.rollout.real.loadgen import LoadGenerator
+from platform_testbed.sim.rollout.real.server import free_port
+from platform_testbed.sim.rollout.real.variants import (
     DeployFigures,
     Variant,
     model_deploys,

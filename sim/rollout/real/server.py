@@ -1,6 +1,6 @@
 """One real server of the fleet: a stdlib HTTP server with the rollout file's drain behaviour.
 
-Run as ``python -m sim.rollout.real.server --port P --listen-at EPOCH ...`` by the harness.
+Run as ``python -m platform_testbed.sim.rollout.real.server --port P --listen-at EPOCH ...`` by the harness.
 It binds 127.0.0.1 only. Timeline, as ``sim.rollout.drain.stop_plan`` describes it:
 
 - until ``--listen-at`` (wall-clock epoch seconds): not listening (the container is starting);
@@ -127,7 +127,7 @@ def free_port() -> int:
 
 def main(argv: list[str] | None = None) -> None:
     """Parse the arguments and serve."""
-    parser = argparse.ArgumentParser(prog="python -m sim.rollout.real.server")
+    parser = argparse.ArgumentParser(prog="python -m platform_testbed.sim.rollout.real.server")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--listen-at", type=float, required=True)
     parser.add_argument("--serve-after-drain", type=float, required=True)

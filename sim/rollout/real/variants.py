@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.rollout.config import RolloutScenario, load
-from sim.rollout.world import run as model_run
+from platform_testbed.sim.rollout.config import RolloutScenario, load
+from platform_testbed.sim.rollout.world import run as model_run
 
 DEFAULT_FACTOR = 20.0
 
