@@ -15,6 +15,7 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.runtime.signals import Readable, die_with
 from platform_testbed.sim.sweep.file import Sweep
@@ -27,7 +28,9 @@ TASK_TARGET_S = 0.1
 TASK_CEILING_S = 1.0
 
 
-def _calibrate(sweep: Sweep, done: dict[int, list[Row]], progress: Progress | None) -> int:
+def _calibrate(
+    sweep: Sweep, done: dict[int, list[Row]], progress: Progress | None, budget: CheckBudget
+) -> int:
     """Run the first units here for ~30 ms; return units per task.
 
     The first unit only warms up (imports, caches) and is not timed; a task is sized
@@ -38,7 +41,7 @@ def _calibrate(sweep: Sweep, done: dict[int, list[Row]], progress: Progress | No
     unit = 0
     while unit < sweep.units and (unit < 2 or time.perf_counter() - began < 0.03):
         start = time.perf_counter()
-        done[unit] = run_units(sweep, unit, unit + 1)[1]
+        done[unit] = run_units(sweep, unit, unit + 1, budget)[1]
         if unit:
             costs.append(time.perf_counter() - start)
         unit += 1
@@ -54,12 +57,14 @@ def run_sweep(
     dask: str | None = None,
     progress: Progress | None = None,
     per_task: int | None = None,
+    *,
+    budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> SweepResult:
     """Run every unit; rows in unit order. Ctrl-C keeps the finished tasks' rows.
 
     ``workers`` local processes (default: one per core; 1 runs here, no pool), or the
     Dask scheduler at ``dask``. ``per_task`` fixes the batch size (default: measured so
-    a task is about ``TASK_TARGET_S`` of work).
+    a task is about ``TASK_TARGET_S`` of work). ``budget`` goes with every task.
     """
     began = time.perf_counter()
     done: dict[int, list[Row]] = {}
@@ -70,19 +75,19 @@ def run_sweep(
     # Local workers boot (import the simulator) while this process measures the work.
     pool = _start_pool(workers) if dask is None and workers > 1 else None
     try:
-        size = per_task or _calibrate(sweep, done, progress)
+        size = per_task or _calibrate(sweep, done, progress, budget)
         start = max(done, default=-1) + 1
         ranges = [(lo, min(lo + size, sweep.units)) for lo in range(start, sweep.units, size)]
         tasks = len(ranges) + len(done)
         if dask is not None:
-            _run_dask(sweep, ranges, dask, done, progress)
+            _run_dask(sweep, ranges, dask, done, progress, budget=budget)
         elif pool is None:
             for lo, hi in ranges:
-                done[lo] = run_units(sweep, lo, hi)[1]
+                done[lo] = run_units(sweep, lo, hi, budget)[1]
                 if progress:
                     progress(hi - lo)
         else:
-            _run_pool(pool, sweep, ranges, done, progress)
+            _run_pool(pool, sweep, ranges, done, progress, budget=budget)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -174,20 +179,20 @@ def _start_pool(workers: int) -> _Pool:
 
 def _run_pool(
     pool: _Pool, sweep: Sweep, ranges: list[tuple[int, int]],
-    done: dict[int, list[Row]], progress: Progress | None,
+    done: dict[int, list[Row]], progress: Progress | None, *, budget: CheckBudget,
 ) -> None:
     remaining = list(ranges)
     # Until the workers are up, this process takes tasks from the far end itself.
     while remaining and not pool.ready():
         lo, hi = remaining.pop()
-        done[lo] = run_units(sweep, lo, hi)[1]
+        done[lo] = run_units(sweep, lo, hi, budget)[1]
         if progress:
             progress(hi - lo)
     pool.started()
     pending: set[Future[tuple[int, list[Row]]]] = set()
     try:
         for lo, hi in remaining:
-            pending.add(pool.executor.submit(run_units, sweep, lo, hi))
+            pending.add(pool.executor.submit(run_units, sweep, lo, hi, budget))
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -209,7 +214,7 @@ def _run_pool(
 
 def _run_dask(
     sweep: Sweep, ranges: list[tuple[int, int]], address: str, done: dict[int, list[Row]],
-    progress: Progress | None,
+    progress: Progress | None, *, budget: CheckBudget,
 ) -> None:
     try:
         from distributed import Client, as_completed  # noqa: PLC0415
@@ -225,7 +230,8 @@ def _run_dask(
     futures = []
     try:
         remote = client.scatter(sweep, broadcast=True)
-        futures = [client.submit(run_units, remote, lo, hi, pure=False) for lo, hi in ranges]
+        futures = [client.submit(run_units, remote, lo, hi, budget, pure=False)
+                   for lo, hi in ranges]
         for future in as_completed(futures):
             lo, rows = future.result()
             done[lo] = rows
