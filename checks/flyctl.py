@@ -172,7 +172,7 @@ class FlyctlSmokeCheck:
             return Wait(0.0)
         if lost := lost_machines(self.name, looks, self._seen):
             return lost
-        # Keyed by the publish time too: a read times out counting from it, so another
+        # Keyed by the publish time: a read times out counting from it, so another
         # publish time can end the fold at an earlier look (hypothesis found it).
         key = publish_started_ms
         reads, unseen = self._reads.resume(key, looks, lambda: _Reads(looks[0]))

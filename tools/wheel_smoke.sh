@@ -4,7 +4,8 @@
 # Usage: tools/wheel_smoke.sh PYTHON   (make wheel-smoke passes the project's .venv python)
 set -euo pipefail
 
-python=${1:-python3}
+python=$(command -v "${1:-python3}") || { echo "wheel-smoke: no python ${1:-python3}" >&2; exit 1; }
+case $python in /*) ;; *) python=$PWD/$python ;; esac  # the steps below run from elsewhere
 checkout=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/testbed-wheel-smoke.XXXXXX")
 trap 'rm -rf "$work"' EXIT
