@@ -23,7 +23,7 @@ from platform_testbed.sim.cli import completion, expect
 from platform_testbed.sim.cli.compareopts import add_output_options
 from platform_testbed.sim.cli.hunt import add_hunt_parser
 from platform_testbed.sim.cli.parsers import add_lint_timing_parser, add_rollout_parser, add_sweep_parser
-from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.config.settings import BadInput, check_environment
 from platform_testbed.sim.runtime.signals import Terminated, exit_on_signals, restore_signals
 from platform_testbed.sim.show import junit
 
@@ -209,6 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         completion.hook(parser)  # a shell asking for completions gets them here, and no more
         args = parser.parse_args(argv)
+        check_environment()  # every TESTBED_* limit and COLUMNS by its rule, before any work
         code: int = args.handler(args)
     except KeyboardInterrupt:
         print("testbed: interrupted", file=sys.stderr)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -11,6 +10,7 @@ from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
 from platform_testbed.sim.config.settings import (
     BadInput,
     apply_sets,
+    env_number,
     format_error,
     load_settings,
     parse_value,
@@ -107,11 +107,7 @@ MIN_PERIOD_S = 0.001
 
 
 def _min_period(value: float, info: ValidationInfo) -> float:
-    text = os.environ.get("TESTBED_MIN_PERIOD_S", "")
-    try:
-        floor = float(text) if text.strip() else MIN_PERIOD_S
-    except ValueError:
-        floor = MIN_PERIOD_S
+    floor = env_number("TESTBED_MIN_PERIOD_S", MIN_PERIOD_S, 60.0)  # nan must not switch it off
     if value < floor:
         raise ValueError(f"must be at least {floor:g} s (a millisecond: shorter periods make "
                          "a run unbounded); set TESTBED_MIN_PERIOD_S to lower the limit")

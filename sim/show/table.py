@@ -22,6 +22,8 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from platform_testbed.sim.config.settings import columns_env
+
 #: The width off a terminal when COLUMNS is not set: wide enough for the side-by-side
 #: report in two blocks, narrow enough for a CI log pane (assumed; GitHub's is ~120).
 DEFAULT_WIDTH = 100
@@ -35,9 +37,9 @@ _HANG = "    "
 
 def width() -> int:
     """The width to print at: COLUMNS if set, else the terminal's, else DEFAULT_WIDTH."""
-    given = os.environ.get("COLUMNS", "").strip()
-    if given.isdigit() and int(given) > 0:
-        return max(MIN_WIDTH, int(given))
+    given = columns_env()  # "²" is a digit to isdigit() but not to int(): the rule is there
+    if given is not None:
+        return max(MIN_WIDTH, given)
     try:
         if sys.stdout.isatty():
             return max(MIN_WIDTH, os.get_terminal_size(sys.stdout.fileno()).columns)
