@@ -91,7 +91,7 @@ def _sets(sets: Sequence[str] | str) -> list[str]:
         return [sets]
     if not isinstance(sets, Iterable):
         raise BadInput(f"sets: give KEY=VALUE strings, e.g. ['seed=7'] (got {sets!r})")
-    chosen = list(sets)
+    chosen = doors.listed("sets", sets)
     for item in chosen:
         if not isinstance(item, str):
             raise BadInput(f"sets: each must be a KEY=VALUE string, e.g. 'seed=7' (got {item!r})")
@@ -112,7 +112,7 @@ def _checks(checks: Sequence[CheckLike] | CheckLike) -> list[CheckLike]:
         return [cast(CheckLike, checks)]
     if not isinstance(checks, Iterable):
         raise BadInput(f"checks: give a list of checks, each {_CHECK_RULE} (got {checks!r})")
-    chosen = list(checks)
+    chosen = doors.listed("checks", checks)
     for check in chosen:
         if not (isinstance(check, str) or _is_check(check)):
             raise BadInput(f"checks: each must be {_CHECK_RULE} (got {check!r})")

@@ -25,7 +25,7 @@ from platform_testbed.sim.config.settings import (
 T = TypeVar("T")
 
 __all__ = [
-    "check_environment", "flag", "guarded_factory", "options", "path_like", "progress",
+    "check_environment", "flag", "guarded_factory", "listed", "options", "path_like", "progress",
     "seeds_bounded", "settings_like",
 ]
 
@@ -106,6 +106,25 @@ def seeds_bounded(field: str, values: object, limit: int, env: str | None = None
                            + (f"; set {env} to raise the limit" if env else ""))
         values = taken
     return seed_values(field, values)
+
+
+#: The most overrides or checks one call takes: far past any real list, it bounds an
+#: endless iterator (``itertools.count()``) before it fills memory.
+MAX_ITEMS = 10_000
+
+
+def listed(field: str, values: Iterable[T]) -> list[T]:
+    """An iterable's items as a list: at most ``MAX_ITEMS``, and one whose iterator raises
+    is BadInput naming ``field`` (the caller's generator, not the testbed, went wrong)."""
+    try:
+        taken = list(itertools.islice(values, MAX_ITEMS + 1))
+    except BadInput:
+        raise
+    except Exception as error:
+        raise BadInput(f"{field}: its iterator raised {type(error).__name__}: {error}") from None
+    if len(taken) > MAX_ITEMS:
+        raise BadInput(f"{field}: more than {MAX_ITEMS:,} items")
+    return taken
 
 
 def progress(value: object) -> None:
