@@ -62,9 +62,9 @@ def _raising_iter() -> Any:
 HOSTILE: list[Callable[[], object]] = [
     lambda: 42, lambda: None, lambda: -1, lambda: 0, lambda: 2**64, lambda: 1.5,
     lambda: math.nan, lambda: math.inf, lambda: True, lambda: "x", lambda: "",
-    lambda: "a\0b", lambda: "\ud800", lambda: "\x1b[31m", lambda: b"bytes", lambda: [],
+    lambda: "a\0b", lambda: "\ud800", lambda: "\x1b[31m", lambda: b"bytes", list,
     lambda: [1, 2], lambda: ["seed=1"], lambda: {5: 5}, lambda: {"look_delay_s": "x"},
-    lambda: {"": 1}, lambda: object(), lambda: Path("no-such.toml"), lambda: range(10**9),
+    lambda: {"": 1}, object, lambda: Path("no-such.toml"), lambda: range(10**9),
     _endless, _generator, _raising_iter, lambda: _raises, lambda: _Fine,
     lambda: "no-such-scenario", lambda: "count", lambda: "/dev/zero",
     lambda: {"scenario": 5}, lambda: {"scenario": "sept25-crash-loop", "seeds": True},
