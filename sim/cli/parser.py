@@ -26,6 +26,7 @@ from platform_testbed.sim.cli.parsers import add_lint_timing_parser, add_rollout
 from platform_testbed.sim.config.settings import BadInput, check_environment
 from platform_testbed.sim.runtime.signals import Terminated, exit_on_signals, restore_signals
 from platform_testbed.sim.show import junit
+from platform_testbed.sim.show.text import printable_streams
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 # As a shell reports a command ended by SIGINT (Ctrl-C) or SIGTERM: 128 + the signal.
@@ -204,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``testbed`` console script."""
     # Handlers first: a signal while the parser is built ends the command as one mid-run.
     previous = exit_on_signals()
+    printable_streams()  # an ASCII-only terminal gets escapes, not a UnicodeEncodeError
     saved_env = save_limits()
     try:
         parser = build_parser()

@@ -83,7 +83,9 @@ def write_atomic(
     The file is made with the umask's permissions, as ``open`` would make it. The first
     Ctrl-C or SIGTERM while writing is held until the file is in place (``sim.runtime.signals.held``).
     """
-    _write(path, write, {"mode": "w", "encoding": "utf-8", "newline": newline})
+    # backslashreplace: a lone surrogate from a user's check is written as \ud800, not raised.
+    _write(path, write, {"mode": "w", "encoding": "utf-8", "errors": "backslashreplace",
+                         "newline": newline})
 
 
 def write_atomic_bytes(path: Path, write: Callable[[IO[bytes]], None]) -> None:

@@ -23,6 +23,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from platform_testbed.sim.config.settings import columns_env
+from platform_testbed.sim.show.text import printable
 
 #: The width off a terminal when COLUMNS is not set: wide enough for the side-by-side
 #: report in two blocks, narrow enough for a CI log pane (assumed; GitHub's is ~120).
@@ -91,10 +92,10 @@ def _rich(table: Table) -> RichTable:
                       show_header=table.headed)
     for j, title in enumerate(table.header):
         prose = j in table.prose
-        drawn.add_column(Text(title), justify="right" if j in table.right else "left",
+        drawn.add_column(Text(printable(title)), justify="right" if j in table.right else "left",
                          no_wrap=not prose, overflow="fold" if prose else "ellipsis")
     for row in table.rows:
-        drawn.add_row(*(Text(cell) for cell in row))
+        drawn.add_row(*(Text(printable(cell)) for cell in row))
     return drawn
 
 
@@ -219,7 +220,9 @@ def wrap(text: str, at: int | None = None, indent: str = "", hang: str | None = 
     four spaces in.
     """
     at = width() if at is None else at
-    hang = indent if hang is None else hang
+    # Reasons, names and ids come from users' checks and recordings: escaped, never raw.
+    text, indent = printable(text), printable(indent)
+    hang = indent if hang is None else printable(hang)
     if indent.strip() and max(len(indent), len(hang)) > at // 2:
         lead = indent[:len(indent) - len(indent.lstrip())]
         label = textwrap.wrap(indent.strip(), width=at, initial_indent=lead,
