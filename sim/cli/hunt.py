@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_testbed.checks.drive import check_name
 from platform_testbed.sim import checkcmd
-from platform_testbed.sim.config.settings import BadInput, first_seed
+from platform_testbed.sim.config.settings import BadInput, first_seed, seed_value
 from platform_testbed.sim.runtime.signals import reraise_pending
 
 # `testbed` builds its parser from this module (add_hunt_parser): rich, pydantic and
@@ -117,6 +117,8 @@ def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="hypothesis' seed: the same seed writes the same files (default 0)")
     parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                         help=f"folder for the scenario files, created if missing (default {DEFAULT_OUT}/)")
+    parser.add_argument("--force", action="store_true",
+                        help="write into a --out folder that holds an earlier hunt's files")
     parser.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.set_defaults(handler=cmd_hunt)
@@ -150,7 +152,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     # Every input is checked before the search starts: a bad one costs no time.
     if not 1 <= args.budget <= MAX_BUDGET:
         raise BadInput(f"--budget: must be from 1 to {MAX_BUDGET:,} (got {args.budget})")
-    first_seed(args.seed)
+    seed_value("--seed", first_seed(args.seed))  # the API's rule: 0 to 2**63 - 1
     try:
         base = scenario.load(args.scenario)
     except BadInput as error:
@@ -161,7 +163,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     checks = SpecChecks(spec)
     name = check_name(checks(base.check.model_dump()))  # builds it once: a bad check stops here
     out = Path(args.out)
-    check_out_dir(out)
+    check_out_dir(args.out, force=args.force)
 
     errors = Console(stderr=True)
     show = not args.no_progress and sys.stderr.isatty()

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from platform_testbed.sim.config.numbers import Table
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
 from platform_testbed.sim.config.settings import (
     BadInput,
@@ -60,7 +61,7 @@ OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 DEFAULT_EPOCH_MS = 1_758_790_800_000
 
 
-class _Table(BaseModel):
+class _Table(Table, BaseModel):  # Table: no true for a number, no "yes" for true
     # Times and counts must be finite: inf or NaN would make a run unbounded or meaningless.
     model_config = ConfigDict(extra="forbid", frozen=True, strict=False, allow_inf_nan=False)
 

@@ -67,7 +67,9 @@ def format_error(source: str, error: ValidationError) -> str:
     # In a union (a sweep axis is a list, a range or a random draw) the first error is the
     # first branch's; a non-finite number is the one a person can act on.
     first = next((e for e in errors if e["type"] == "finite_number"), errors[0])
-    loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
+    # A union's branch shows in the location as its class (``RandomAxis``) or type
+    # (``list[...]``): the person wrote neither, so the location leaves them out.
+    loc = ".".join(str(p) for p in first["loc"] if not _branch(str(p)))
     kind = first["type"]
     if kind == "extra_forbidden":
         return f"{source}: {loc}: unknown field"
@@ -77,6 +79,10 @@ def format_error(source: str, error: ValidationError) -> str:
     # Only the first letter is lowered: a message may name an environment variable.
     msg = first["msg"].rstrip(".").removeprefix("Value error, ")
     return f"{source}: {loc}: {msg[:1].lower()}{msg[1:]} (got {got!r})"
+
+
+def _branch(part: str) -> bool:
+    return part.startswith("function-") or "[" in part or part[:1].isupper()
 
 
 def validated(model: type[Model], raw: dict[str, Any], source: str) -> Model:
