@@ -247,12 +247,20 @@ def columns_env() -> int | None:
 
 
 def check_environment() -> None:
-    """Every TESTBED_* limit and COLUMNS by its rule, before any work: BadInput for the first bad one."""
+    """Every TESTBED_* limit, COLUMNS and SOURCE_DATE_EPOCH by its rule, before any work.
+
+    BadInput for the first bad one.
+    """
     for name, default in _WHOLE_ENV.items():
         env_limit(name, default)
     for name, most in _NUMBER_ENV.items():
         env_number(name, 1.0, most)
     columns_env()
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch and not (epoch.isascii() and epoch.isdigit() and int(epoch) <= ENV_CEILING):
+        # matplotlib reads it with int() when a figure is saved: a ValueError traceback.
+        raise BadInput(f"SOURCE_DATE_EPOCH: must be whole seconds since 1970, 0 or more "
+                       f"(got {epoch!r})")
     folder = os.environ.get("TESTBED_SCENARIOS")
     if folder and not Path(folder).is_dir():
         raise BadInput(f"TESTBED_SCENARIOS: must be an existing folder (got {folder!r})")
