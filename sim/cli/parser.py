@@ -24,13 +24,13 @@ from platform_testbed.sim.cli.compareopts import add_output_options
 from platform_testbed.sim.cli.hunt import add_hunt_parser
 from platform_testbed.sim.cli.parsers import add_lint_timing_parser, add_rollout_parser, add_sweep_parser
 from platform_testbed.sim.config.settings import BadInput, check_environment
-from platform_testbed.sim.runtime.signals import Terminated, exit_on_signals, restore_signals
+from platform_testbed.sim.runtime.signals import HungUp, Terminated, exit_on_signals, restore_signals
 from platform_testbed.sim.show import junit
 from platform_testbed.sim.show.text import printable_streams
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 # As a shell reports a command ended by SIGINT (Ctrl-C) or SIGTERM: 128 + the signal.
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_HUNG_UP = 130, 143, 129
 #: Where a check's options come from (also in the README, "Check options").
 PRECEDENCE = (
     "check options, lowest first: the check's own default < the scenario's [check] table, "
@@ -247,6 +247,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("testbed: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except HungUp:
+        print("testbed: hung up", file=sys.stderr)
+        return EXIT_HUNG_UP
     except Terminated:
         print("testbed: terminated", file=sys.stderr)
         return EXIT_TERMINATED
