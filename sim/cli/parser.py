@@ -23,13 +23,14 @@ from platform_testbed.sim.cli import completion, expect, twinopts
 from platform_testbed.sim.cli.compareopts import add_gate_options, add_output_options
 from platform_testbed.sim.cli.hunt import add_hunt_parser
 from platform_testbed.sim.cli.parsers import add_lint_timing_parser, add_rollout_parser, add_sweep_parser
-from platform_testbed.sim.config.settings import BadInput
-from platform_testbed.sim.runtime.signals import Terminated, exit_on_signals, restore_signals
+from platform_testbed.sim.config.settings import BadInput, check_environment
+from platform_testbed.sim.runtime.signals import HungUp, Terminated, exit_on_signals, restore_signals
 from platform_testbed.sim.show import junit
+from platform_testbed.sim.show.text import printable_streams
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 # As a shell reports a command ended by SIGINT (Ctrl-C) or SIGTERM: 128 + the signal.
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_HUNG_UP = 130, 143, 129
 #: Where a check's options come from (also in the README, "Check options").
 PRECEDENCE = (
     "check options, lowest first: the check's own default < the scenario's [check] table, "
@@ -237,14 +238,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``testbed`` console script."""
     # Handlers first: a signal while the parser is built ends the command as one mid-run.
     previous = exit_on_signals()
+    printable_streams()  # an ASCII-only terminal gets escapes, not a UnicodeEncodeError
     try:
         parser = build_parser()
         completion.hook(parser)  # a shell asking for completions gets them here, and no more
         args = parser.parse_args(argv)
+        check_environment()  # every TESTBED_* limit and COLUMNS by its rule, before any work
         code: int = args.handler(args)
     except KeyboardInterrupt:
         print("testbed: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except HungUp:
+        print("testbed: hung up", file=sys.stderr)
+        return EXIT_HUNG_UP
     except Terminated:
         print("testbed: terminated", file=sys.stderr)
         return EXIT_TERMINATED

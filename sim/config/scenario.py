@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from platform_testbed.sim.config.numbers import Table
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
 from platform_testbed.sim.config.settings import (
     BadInput,
     apply_sets,
+    env_number,
     format_error,
     load_settings,
     parse_value,
@@ -62,7 +63,7 @@ OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 DEFAULT_EPOCH_MS = 1_758_790_800_000
 
 
-class _Table(BaseModel):
+class _Table(Table, BaseModel):  # Table: no true for a number, no "yes" for true
     # Times and counts must be finite: inf or NaN would make a run unbounded or meaningless.
     model_config = ConfigDict(extra="forbid", frozen=True, strict=False, allow_inf_nan=False)
 
@@ -117,11 +118,7 @@ MIN_PERIOD_S = 0.001
 
 
 def _min_period(value: float, info: ValidationInfo) -> float:
-    text = os.environ.get("TESTBED_MIN_PERIOD_S", "")
-    try:
-        floor = float(text) if text.strip() else MIN_PERIOD_S
-    except ValueError:
-        floor = MIN_PERIOD_S
+    floor = env_number("TESTBED_MIN_PERIOD_S", MIN_PERIOD_S, 60.0)  # nan must not switch it off
     if value < floor:
         raise ValueError(f"must be at least {floor:g} s (a millisecond: shorter periods make "
                          "a run unbounded); set TESTBED_MIN_PERIOD_S to lower the limit")
