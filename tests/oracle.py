@@ -39,6 +39,74 @@ Spec = tuple[str, str, str, bool]
 #: Transition name -> the events it writes, oldest first (the profile as plain data).
 Profile = Mapping[str, Sequence[Spec]]
 
+# --- the event profiles, as data written from the sources -----------------------------
+#
+# Written from the evidence tables of docs/fidelity.md ("Event profiles") and
+# tests/data/fly/SOURCES.md, not from ``sim.config.profiles``: where the two differ,
+# ``tests/test_oracle.py::test_the_oracles_profiles_are_the_simulators`` names the first
+# difference, and one of them misreads its source. Each entry: (type, status, source,
+# carries the exit fields). The transitions are the ten a machine's life has.
+
+TRANSITIONS = ("launch", "update", "stop", "replaced", "started", "crash", "restart",
+               "autostart", "autostop", "destroy")
+
+#: docs `_create_resp.erb`, `_get.erb`: a created machine's one event, written by the user.
+_LAUNCH = ("launch", "created", "user", False)
+#: docs `_get.erb`, `_list_resp.erb`; obelisk `machine.rs` l.652-704: flyd writes start/started.
+_STARTED = ("start", "started", "flyd", False)
+#: docs `_get.erb` (docs-get-exit-127.json): an exit is `exit/stopped` by flyd with exit_event.
+_EXIT = ("exit", "stopped", "flyd", True)
+#: docs `_get.erb`, `get.html.md`@b24e244a: the user's update writes update/replacing first.
+_REPLACING = ("update", "replacing", "user", False)
+#: No source in docs/fidelity.md: the legacy rollback's delete, assumed destroy/destroyed (user).
+_DESTROYED = ("destroy", "destroyed", "user", False)
+
+
+def _fly(restart: tuple[Spec, ...]) -> dict[str, tuple[Spec, ...]]:
+    """A Fly profile: the public launch/update/start/exit shapes; ``restart`` is the unknown."""
+    return {
+        "launch": (_LAUNCH,),
+        "update": (_REPLACING,),
+        # The old process's exit after update/replacing (docs `_get.erb`): a requested stop.
+        "stop": (_EXIT,),
+        "replaced": (),
+        # "What follows a successful update: not public (a start/started is assumed)".
+        "started": (_STARTED,),
+        # Crash cycle not public: a crash writes the same exit/stopped as any exit.
+        "crash": (_EXIT,),
+        "restart": restart,
+        # Autostop/autostart "not public: assumed": start/starting and stop/stopping by proxy.
+        "autostart": (("start", "starting", "proxy", False),),
+        "autostop": (("stop", "stopping", "proxy", False),),
+        "destroy": (_DESTROYED,),
+    }
+
+
+#: Profile name -> transition -> the events it writes, oldest first.
+PROFILES: dict[str, dict[str, tuple[Spec, ...]]] = {
+    # The write-up's own test platform: a crash writes exit, the restart writes only the
+    # start; the publish's update is one update/replaced (the incident looks,
+    # ``sim.kit.testing.incident_looks``, are the brief's); no proxy events ("none in minimal").
+    "minimal": {
+        "launch": (_LAUNCH,), "update": (), "stop": (_EXIT,),
+        "replaced": (("update", "replaced", "user", False),), "started": (_STARTED,),
+        "crash": (_EXIT,), "restart": (), "autostart": (), "autostop": (),
+        "destroy": (_DESTROYED,),
+    },
+    # "fly-exit-start (2)": exit, then start/started; nothing at the restart itself.
+    "fly-exit-start": _fly(()),
+    # "fly-restart-start (3, as the user restart without its user event)": laravel README's
+    # restart/starting (flyd) before the start.
+    "fly-restart-start": _fly((("restart", "starting", "flyd", False),)),
+    # "fly-start-starting (3)": a start/starting (flyd) before the start (issue 9's report).
+    "fly-start-starting": _fly((("start", "starting", "flyd", False),)),
+    # "fly-restart-double-start (4, as the public restart list)": laravel README shows
+    # restart/starting, then start/started twice (the second is the boot's).
+    "fly-restart-double-start": _fly((("restart", "starting", "flyd", False),
+                                      ("start", "started", "flyd", False))),
+}
+
+
 #: superfly/docs machine-restart-policy: max_retries counts restarts "within a 5-minute window".
 RETRY_WINDOW_MS = 300_000
 #: The exit code of an OOM kill (128 + SIGKILL).

@@ -10,7 +10,7 @@ design (the capped list hides crashes), and the tests below say exactly when.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 
 import pytest
@@ -33,13 +33,40 @@ HORIZON_S = 120.0
 def _checks(look_delay_s: float) -> dict[str, LayeredCheck]:
     return {"count": CountCheck(look_delay_s), "timestamp": TimestampCheck(look_delay_s)}
 
-TRANSITIONS = [f.name for f in fields(Profile) if f.name not in ("name", "summary", "sources")]
+def first_difference(
+    ours: Mapping[str, Mapping[str, Sequence[oracle.Spec]]], theirs: Mapping[str, Profile]
+) -> str | None:
+    """The first place the oracle's profiles and the simulator's differ, said in one line."""
+    if sorted(ours) != sorted(theirs):
+        return f"profile names: oracle {sorted(ours)}, simulator {sorted(theirs)}"
+    transitions = [f.name for f in fields(Profile) if f.name not in ("name", "summary", "sources")]
+    if sorted(transitions) != sorted(oracle.TRANSITIONS):
+        return f"transitions: oracle {sorted(oracle.TRANSITIONS)}, simulator {sorted(transitions)}"
+    for name in sorted(ours):
+        for transition in oracle.TRANSITIONS:
+            mine, sims = tuple(ours[name][transition]), tuple(getattr(theirs[name], transition))
+            if mine != sims:
+                return f"{name}.{transition}: oracle {mine}, simulator {sims}"
+    return None
 
 
-def _profile_data(name: str) -> oracle.Profile:
-    """The profile as plain data: the oracle reads no ``sim`` object."""
-    profile = PROFILES[name]
-    return {t: tuple(getattr(profile, t)) for t in TRANSITIONS}
+def test_the_oracles_profiles_are_the_simulators() -> None:
+    """The oracle's profiles, written from the cited sources, equal sim.config.profiles."""
+    assert first_difference(oracle.PROFILES, PROFILES) is None
+
+
+def test_a_wrong_profile_is_named_by_its_first_difference() -> None:
+    """One changed event in a copy of the oracle's profiles is reported by profile and transition."""
+    wrong = {name: dict(profile) for name, profile in oracle.PROFILES.items()}
+    wrong["fly-restart-start"]["restart"] = (("restart", "starting", "user", False),)
+    assert first_difference(wrong, PROFILES) == (
+        "fly-restart-start.restart: oracle (('restart', 'starting', 'user', False),), "
+        "simulator (('restart', 'starting', 'flyd', False),)"
+    )
+    missing = {name: profile for name, profile in oracle.PROFILES.items() if name != "minimal"}
+    difference = first_difference(missing, PROFILES)
+    assert difference is not None
+    assert difference.startswith("profile names:")
 
 
 def _rules(app: App) -> oracle.AppRules:
@@ -55,7 +82,7 @@ def _rules(app: App) -> oracle.AppRules:
 def _histories(apps: tuple[App, ...], profile: str) -> list[oracle.History]:
     horizon_ms = PUBLISH_MS + round(HORIZON_S * 1000)
     return [
-        oracle.life(f"m{i}", _rules(app), _profile_data(profile), PUBLISH_MS, horizon_ms)
+        oracle.life(f"m{i}", _rules(app), oracle.PROFILES[profile], PUBLISH_MS, horizon_ms)
         for i, app in enumerate(apps, start=1)
     ]
 
@@ -94,7 +121,7 @@ def apps(draw: st.DrawFn, cap: int, profile: str, looping: bool) -> App:
 def worlds(draw: st.DrawFn) -> Case:
     """One to three machines sharing a platform (cap and event profile), and a look delay."""
     cap = draw(st.integers(1, 10))
-    profile = draw(st.sampled_from(sorted(PROFILES)))
+    profile = draw(st.sampled_from(sorted(oracle.PROFILES)))
     looping = draw(st.booleans())
     machines = tuple(draw(st.lists(apps(cap, profile, looping), min_size=1, max_size=3)))
     return machines, profile, cap, draw(st.sampled_from([1.0, 5.0, 10.0]))
