@@ -106,7 +106,7 @@ def _cli_corpus() -> list[Case]:
                 "limits from the environment",
                 commands["compare"],
                 2,
-                rf"{name}: must be a number greater than 0",
+                rf"{name}: must be a number of seconds greater than 0",
                 env={name: value},
             )
     for command, argv in commands.items():
@@ -293,7 +293,7 @@ def _cli_corpus() -> list[Case]:
             "silently wrong",
             ["compare", SCENARIO, "--check-cmd", "true", "--check-cmd-timeout", value],
             2,
-            r"--check-cmd-timeout: must be a number of seconds > 0 and at most 3600",
+            r"--check-cmd-timeout: must be a number of seconds greater than 0 and at most 3,600",
         )
     hunt = ["hunt", "--check", "count", "--budget", "1", "--no-progress"]
     add("hunt-out-empty", "silently wrong", [*hunt, "--out", ""], 2, r"--out: must name a folder")
