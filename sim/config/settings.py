@@ -284,6 +284,7 @@ _WHOLE_ENV = {
     "TESTBED_MAX_SWEEP_POINTS": 1,
     "TESTBED_MAX_WORKERS": 1,
     MAX_LOOKS_ENV: 1,
+    "TESTBED_MAX_ROLLOUT_EVENTS": 1,
 }
 #: The floats: the crash-period floor (at most a minute: a floor above that refuses the
 #: shipped worlds) and a user check's per-look timeout (at most a day).
