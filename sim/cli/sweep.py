@@ -25,6 +25,7 @@ from platform_testbed.sim.cli.compareopts import fail_on, failed_on
 from platform_testbed.sim.config.scenario import OUTCOMES
 from platform_testbed.sim.config.settings import BadInput, at_most, env_limit
 from platform_testbed.sim.runtime.outputs import check_image
+from platform_testbed.sim.runtime.scheduler import check_scheduler
 from platform_testbed.sim.show import junit
 from platform_testbed.sim.sweep.file import load_sweep
 from platform_testbed.sim.sweep.output import check_out_path, summarise, summary_table, write_rows
@@ -98,6 +99,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         at_most("--workers", args.workers, env_limit(WORKERS_ENV, MAX_WORKERS), WORKERS_ENV)
     if args.workers is not None and args.dask:
         raise BadInput("--workers and --dask: choose one (Dask decides its own workers)")
+    if args.dask is not None:  # judged and reached before any world (calibration) runs
+        args.dask = check_scheduler(args.dask)
     gate = fail_on(args.fail_on, OUTCOMES)
     args.junit = junit.checked(args)
     out = Path(args.out) if args.out else DEFAULT_OUT_DIR / f"{sweep.name}.csv"
