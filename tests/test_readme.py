@@ -54,3 +54,28 @@ def test_readme_cap_table_matches_the_simulator(capsys):
         summary = json.loads(capsys.readouterr().out)["summary"]
         assert {k: n for k, n in summary["count"].items() if n} == {count_outcome: int(count_n)}, cap
         assert {k: n for k, n in summary["timestamp"].items() if n} == {ts_outcome: int(ts_n)}, cap
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)\)")
+DOCS = [README, *sorted((README.parent / "docs").rglob("*.md"))]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=[str(d.relative_to(README.parent)) for d in DOCS])
+def test_docs_point_inside_the_repository(doc: Path):
+    """No README or doc points at a folder outside the repository (../shared was one)."""
+    text = doc.read_text(encoding="utf-8")
+    assert "../shared" not in text
+    for target in LINK.findall(text):
+        if "://" in target:
+            continue
+        path = (doc.parent / target).resolve()
+        assert path.is_relative_to(README.parent.resolve()), target
+        assert path.exists(), target
+
+
+def test_the_readme_links_both_incident_write_ups():
+    """The two incidents the testbed exists for are summarised in docs/incidents/ and linked."""
+    text = README.read_text(encoding="utf-8")
+    for name in ("crash-loop-publish.md", "zero-502-deploys.md"):
+        assert (README.parent / "docs" / "incidents" / name).is_file()
+        assert f"](docs/incidents/{name})" in text
