@@ -94,7 +94,7 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> _World:
     width = len(str(scenario.release.machines))
     machines = [
         Machine(env, f"m{i:0{width}d}", scenario.platform, rng, serving=site,
-                trace=trace, quiet_restarts=True)
+                trace=trace)
         for i, rng in enumerate(machine_rngs, start=1)
     ]
     world = _World(scenario, seed, env, machines, site, traffic_seed, proxy_seed, previous, release)
@@ -175,9 +175,9 @@ def _roll(world: _World, launch_previous: bool) -> Generator[Any, Any, None]:
     publish = env.timeout(world.publish_at_s)
     if launch_previous and world.previous is not None:
         # After the publish's timeout, as the previous release's own process did: its
-        # machines' boots come after it in the same instant (``launch``'s at_once).
+        # machines' boots come after it in the same instant.
         for machine in world.machines:
-            machine.launch(world.previous, at_once=True)
+            machine.launch(world.previous)
     yield publish
     start_stopped = world.scenario.publish.start_stopped
     for machine in world.machines:
