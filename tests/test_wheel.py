@@ -10,6 +10,7 @@ import shlex
 import subprocess
 import sys
 import tomllib
+import zipfile
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -63,6 +64,18 @@ def test_testbed_scenarios_overrides_where_every_built_in_is_found(tmp_path, mon
     assert list(scenario.shipped_series()) == ["mineseries"]
 
 
+def test_the_metadata_names_its_authors_classifiers_and_no_redundant_extra():
+    """pyproject carries authors and classifiers; no `test` extra (hypothesis is a dependency) is
+    offered, and no doc tells a user to install one."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["authors"]
+    assert "Framework :: Pytest" in project["classifiers"]
+    assert any(d.startswith("hypothesis") for d in project["dependencies"])
+    assert "test" not in project["optional-dependencies"]
+    for doc in (ROOT / "docs" / "your-check.md", ROOT / "sim" / "kit" / "strategies.py", ROOT / "README.md"):
+        assert "[test]" not in doc.read_text(encoding="utf-8"), doc.name
+
+
 # --- the README's pip quickstart, run as printed --------------------------------------------
 
 EXITS = re.compile(r"#.*\bexits (\d+)\b")
@@ -109,6 +122,12 @@ def test_the_readme_quickstart_runs_from_the_wheel_as_printed(tmp_path):
     assert all(line.startswith("testbed ") for line in commands.splitlines() if line.strip())
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
                     str(tmp_path), str(ROOT)], check=True, capture_output=True)
+    (wheel,) = tmp_path.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read(next(n for n in archive.namelist() if n.endswith("/METADATA"))).decode()
+    assert "Classifier: Framework :: Pytest" in metadata
+    assert "Author: The platform-simulator testbed authors" in metadata
+    assert "Provides-Extra: test" not in metadata
     env = {k: v for k, v in os.environ.items()
            if k not in {"PYTHONPATH", "TESTBED_SCENARIOS", "VIRTUAL_ENV", "PYTHONHOME"}}
     # The project's own .venv off the PATH: `testbed` can only come from the README's venv.

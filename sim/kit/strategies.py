@@ -8,8 +8,7 @@ smallest world that breaks it::
     def test_my_check_never_passes_a_crashing_release():
         assert_guarantee(MyCheck(), never_misses, worlds=worlds(cap=5))
 
-Needs hypothesis, which the package does not install by default:
-``pip install 'platform-simulator-testbed[test]'``. Worlds are laid out by
+Needs hypothesis, a dependency of the package (``testbed hunt`` uses it). Worlds are laid out by
 ``sim.kit.testing.world``: the simulator's own ``Machine`` (SimPy), no jitter, every event kept.
 
 Values are drawn so that a shrunk example reads as its rule: every number is round (100 ms
