@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from .failsafe import lost_machines
-from .memo import LookMemo
+from .memo import PerCheck
 from .model import Event, Look, MachineSnapshot, Verdict, Wait
 from .options import INTERVAL, SECONDS, refuse_out_of_range
 from .protocol import Step
@@ -93,10 +93,6 @@ class _Reads:
         self.done: dict[str, _Outcome] = {}
 
 
-#: The reads of the looks so far, kept between a drive's calls (see ``checks.memo``).
-_READS: LookMemo[_Reads] = LookMemo()
-
-
 @dataclass(frozen=True)
 class FlyctlSmokeCheck:
     """flyctl's rolling deploy, per machine: wait for a settled state, then a 10 s smoke check.
@@ -158,6 +154,10 @@ class FlyctlSmokeCheck:
     wait_states: tuple[str, ...] = ("started", "stopped", "suspended")
     poll_s: float = field(default=1.0, metadata=INTERVAL)
     name = "flyctl-smoke"
+    #: This object's fold of the looks so far, and the machine ids they showed, kept
+    #: between a drive's calls (``checks.memo``): not fields, never compared.
+    _reads = PerCheck[_Reads]()
+    _seen = PerCheck[dict[str, int]]()
     #: flyctl's rolling strategy never rolls back (see 4. above).
     rolls_back: ClassVar[bool] = False
 
@@ -170,17 +170,17 @@ class FlyctlSmokeCheck:
         """Return the next read's wait, or the verdict once every machine is decided."""
         if not looks:
             return Wait(0.0)
-        if lost := lost_machines(self.name, looks):
+        if lost := lost_machines(self.name, looks, self._seen):
             return lost
-        # Keyed by the publish time too: a read times out counting from it, so another
+        # Keyed by the publish time: a read times out counting from it, so another
         # publish time can end the fold at an earlier look (hypothesis found it).
-        key = (self, publish_started_ms)
-        reads, unseen = _READS.resume(key, looks, lambda: _Reads(looks[0]))
+        key = publish_started_ms
+        reads, unseen = self._reads.resume(key, looks, lambda: _Reads(looks[0]))
         for look in unseen:
             if verdict := self._read(reads, look, publish_started_ms):
                 return verdict
         step = self._wait(reads, looks[-1], publish_started_ms)
-        _READS.keep(key, looks, reads)
+        self._reads.keep(key, looks, reads)
         return step
 
     def _read(self, state: _Reads, look: Look, publish_started_ms: int) -> Verdict | None:
