@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from platform_testbed.sim.cli import region as region_cli
@@ -74,6 +76,9 @@ def test_region_command_runs_the_sweep_and_agrees_with_compare(small, monkeypatc
     monkeypatch.setattr(region_cli, "load_sweep", lambda _name: small)
     assert main(["region", "sept25", "--workers", "1", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
+    loaded = json.loads(resources.files("platform_testbed.sim").joinpath(
+        "schemas/region.schema.json").read_text("utf-8"))
+    jsonschema.validate(document, loaded, cls=jsonschema.Draft202012Validator)
     for index in range(small.points):
         delay, boot, look = small.point(index)
         main(["compare", "sept25-crash-loop", "--check", "count", "--check", "timestamp",
