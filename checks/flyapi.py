@@ -137,6 +137,46 @@ def machine_to_api(machine: MachineSnapshot, look_at_ms: int | None = None) -> d
     return obj
 
 
+def machine_to_fly(
+    machine: MachineSnapshot,
+    *,
+    instance_id: str,
+    region: str,
+    created_at_ms: int,
+    updated_at_ms: int,
+) -> dict[str, Any]:
+    """One machine snapshot as Fly's API serves it: ``machine_to_api`` plus what Fly adds.
+
+    ``config.image``, ``instance_id`` (the version: new at every update), ``region``,
+    ``created_at``/``updated_at`` (RFC3339: strings in Fly's OpenAPI ``Machine``) and
+    ``host_status`` "ok" (flyctl leases only machines whose host is ok: superfly/flyctl
+    internal/machine/lease.go). Empty fields are omitted, never null: the OpenAPI
+    description has no ``nullable``, and fly-go's ``omitempty`` drops them too.
+    """
+    obj = machine_to_api(machine, machine.at_ms)
+    fly: dict[str, Any] = {
+        "id": machine.id,
+        "name": machine.id,
+        "state": machine.state,
+        "region": region,
+        "instance_id": instance_id,
+        "host_status": "ok",
+        "created_at": _rfc3339(created_at_ms),
+        "updated_at": _rfc3339(updated_at_ms),
+    }
+    if machine.image:
+        fly["config"] = {"image": machine.image}
+        fly["image_ref"] = obj["image_ref"]
+    fly["events"] = obj["events"]
+    if "restart_counter" in obj:
+        fly["restart_counter"] = obj["restart_counter"]
+    return fly
+
+
+def _rfc3339(ms: int) -> str:
+    return format_rfc3339_ms(min(max(ms, 0), _RFC3339_MAX_MS))
+
+
 # --- API JSON -> model ---------------------------------------------------------------
 
 

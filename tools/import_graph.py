@@ -63,12 +63,14 @@ RULES: dict[str, frozenset[str]] = {
                                     "sim.show"}),
     "sim.hunt": frozenset(_BASE | {"sim.runtime", "sim.checkload", "sim.platform", "sim.publish",
                                    "sim.show", "sim.checkcmd"}),
+    "sim.twin": frozenset(_BASE | {"sim.runtime", "sim.checkload", "sim.platform", "sim.publish",
+                                   "sim.show"}),
     "sim.cli": frozenset({"checks", "sim.config", "sim.runtime", "sim.checkcmd", "sim.checkload",
                           "sim.platform", "sim.publish", "sim.show", "sim.rollout", "sim.sweep",
-                          "sim.hunt"}),
+                          "sim.hunt", "sim.twin"}),
     "sim.api": frozenset({"checks", "sim.config", "sim.runtime", "sim.checkcmd", "sim.checkload",
                           "sim.platform", "sim.publish", "sim.kit", "sim.show", "sim.rollout",
-                          "sim.sweep", "sim.hunt", "sim.cli"}),
+                          "sim.sweep", "sim.hunt", "sim.cli", "sim.twin"}),
     "sim.__main__": frozenset({"sim.cli"}),
 }
 FRONT_DOORS = frozenset({"sim", "sim.api", "sim.__main__"})

@@ -89,6 +89,37 @@ def _add_region_parser(sub: Any) -> None:
     region.set_defaults(handler=_region)
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from platform_testbed.sim.cli.serve import serve_command  # noqa: PLC0415 -- see the module docstring
+
+    return serve_command(args)
+
+
+def _add_serve_parser(sub: Any) -> None:
+    serve = sub.add_parser(
+        "serve", help="serve a scenario's world over Fly's Machines API for a real deploy step",
+        description="Serve the scenario's app on 127.0.0.1 in the shapes of Fly's Machines API "
+        "(list, get, update, wait, start/stop/restart, leases; a bearer token required). The "
+        "world runs instantly to the publish, then on the wall clock. On Ctrl-C or at the "
+        "horizon: what the world did, the ground truth, and every request.",
+    )
+    serve.add_argument("scenario", help="a shipped scenario name or a .toml path")
+    serve.add_argument("--seed", type=int, help="the world's seed (default: the scenario's)")
+    serve.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free one)")
+    serve.add_argument("--speed", type=float, default=1.0, metavar="K",
+                       help="simulated seconds per wall second (default 1: timestamps are wall time)")
+    serve.add_argument("--token", help="the bearer token to require (default: a random one, printed)")
+    serve.add_argument("--record", metavar="FILE",
+                       help="write the looks the client took as a recording for `testbed replay`")
+    serve.add_argument("--force", action="store_true", help="write --record through a symlink")
+    serve.add_argument("--horizon-s", type=float, metavar="S",
+                       help="end the world at S simulated seconds (default: the scenario's horizon)")
+    serve.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a scenario value (repeatable)")
+    serve.add_argument("--json", action="store_true", help="the report as one JSON object on stdout")
+    serve.set_defaults(handler=_serve)
+
+
 def _add_debug(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of a check that raised")
@@ -216,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     series.set_defaults(handler=_command)
 
     for add in (add_sweep_parser, add_hunt_parser, add_rollout_parser, add_lint_timing_parser,
-                _add_region_parser, completion.add_completion_parser):
+                _add_region_parser, completion.add_completion_parser, _add_serve_parser):
         add(sub)
     return parser
 

@@ -42,9 +42,9 @@ class Machine:
 
     # Slots: a world builds a Machine per machine per run, and its life reads these.
     __slots__ = (
-        "_boot", "_parked", "_process", "_restart_at", "_spare_draw", "_state", "all_events", "crash_images",
-        "crash_times", "env", "history", "id", "image", "log", "on_state", "platform", "profile",
-        "quiet_restarts", "restarts_total", "rng", "serving",
+        "_boot", "_next_change", "_parked", "_process", "_restart_at", "_spare_draw", "_state",
+        "all_events", "crash_images", "crash_times", "env", "history", "id", "image", "log",
+        "on_state", "platform", "profile", "quiet_restarts", "restarts_total", "rng", "serving",
     )
 
     def __init__(
@@ -95,6 +95,8 @@ class Machine:
         #: With ``trace``: every (time, state) change and every event, uncapped, for plots.
         self.history: list[tuple[float, str]] | None = [] if trace else None
         self.all_events: list[Event] | None = [] if trace else None
+        #: The event ``next_change`` handed out, succeeded at the next state change.
+        self._next_change: simpy.Event | None = None
 
     @property
     def state(self) -> str:
@@ -108,6 +110,16 @@ class Machine:
     def crashes(self) -> list[tuple[float, str]]:
         """Every crash ever, uncapped, as (time, image ref) pairs."""
         return list(zip(self.crash_times, self.crash_images, strict=True))
+
+    def next_change(self) -> simpy.Event:
+        """An event that succeeds with the new state at the machine's next state change.
+
+        Every caller before that change gets the same event. A quiet restart's stopped ->
+        starting (``quiet_restarts``) is no change here, as ``on_state`` is not told of it.
+        """
+        if self._next_change is None:
+            self._next_change = self.env.event()
+        return self._next_change
 
     def now_ms(self) -> int:
         """The platform clock in integer milliseconds."""
@@ -278,6 +290,10 @@ class Machine:
                     serving.changed()
         if self.history is not None:
             self.history.append((self.env.now, state))
+        waiting = self._next_change
+        if waiting is not None:
+            self._next_change = None
+            waiting.succeed(state)
         if self.on_state is not None:
             self.on_state(self)
 

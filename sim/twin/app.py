@@ -1,0 +1,410 @@
+"""The scenario's app as Fly's Machines API sees it: API calls in, the one world's snapshots out.
+
+The moto rule (STYLE.md): this module holds no platform logic. Each call is translated
+into what the world already does (``Machine.update``, ``launch``, ``sleep``, ``wake``) and
+each answer renders the machines' snapshots (``checks.flyapi.machine_to_fly``). What it
+keeps is what the API adds around the model: each machine's version (``instance_id``, new
+at every update), leases, and the looks the client took. Every method runs on the
+driver's thread (``sim.twin.clock``), the only one that touches the SimPy environment.
+
+Statuses and bodies follow Fly's (sources in ``tests/data/fly/openapi/SOURCE.md``):
+``{"error": "..."}`` with 400 (a request the API refuses), 404 (app, machine, lease),
+408 (a wait that timed out), 409 (a write to a machine leased by someone else).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Generator, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from platform_testbed.checks.flyapi import format_rfc3339_ms, machine_to_fly
+from platform_testbed.sim.config.scenario import Scenario
+from platform_testbed.sim.platform.machine import Image, Machine
+from platform_testbed.sim.publish import world as worlds
+
+__all__ = [
+    "MAX_WAIT_S",
+    "MIN_WAIT_S",
+    "REGION",
+    "Answer",
+    "ApiError",
+    "Look",
+    "ServedApp",
+    "WaitStarted",
+]
+
+#: Not public: assumed. Any region code serves; Fly's API only echoes it.
+REGION = "iad"
+#: fly-go flaps/flaps_machines_wait.go ``WithWaitTimeout``: max(1 s, min(timeout, 60 s)),
+#: the proxy's limit (``proxyTimeoutThreshold``); the server holds a wait no longer.
+MIN_WAIT_S, MAX_WAIT_S = 1, 60
+#: Fly's OpenAPI ``Machines_wait`` ``state`` enum.
+WAIT_STATES = ("started", "stopped", "suspended", "destroyed", "failed", "settled")
+#: "settled": not on the way anywhere (fly-go's machine states less the transitional ones).
+SETTLED = ("started", "stopped", "suspended", "failed", "destroyed")
+#: Not public: assumed. fly-go always sends a ttl; a lease asked for without one lasts this.
+DEFAULT_LEASE_TTL_S = 30
+#: Not public: assumed. Fly's owner is the token's user (an e-mail address).
+LEASE_OWNER = "user@testbed.local"
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+Answer = tuple[int, Any]
+
+
+class ApiError(Exception):
+    """A request the API refuses: its status and Fly's ``{"error": ...}`` text."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    """One read of machines by the client: the platform time and the JSON it was served."""
+
+    at_ms: int
+    machines: tuple[dict[str, Any], ...]
+
+
+@dataclass(slots=True)
+class _Lease:
+    nonce: str
+    expires_ms: int
+    description: str
+
+
+@dataclass(slots=True)
+class _Version:
+    instance_id: str
+    updated_ms: int
+
+
+@dataclass(slots=True)
+class WaitStarted:
+    """A wait the machine has not answered yet: ``future`` gets its answer."""
+
+    machine: Machine
+    wanted: tuple[str, ...]
+    future: Future[Answer] = field(default_factory=Future)
+
+
+def _ulid(ms: int, key: str) -> str:
+    """A 26-character ULID (48-bit ms time, 80 bits from ``key``): deterministic, no RNG."""
+    value = (max(ms, 0) % (1 << 48)) << 80 | int.from_bytes(
+        hashlib.sha256(key.encode()).digest()[:10], "big")
+    return "".join(_CROCKFORD[(value >> (5 * i)) & 31] for i in reversed(range(26)))
+
+
+class ServedApp:
+    """The world of one scenario and seed, driven by Machines API calls.
+
+    ``testbed_publishes``: the testbed updates the machines to the release at the
+    scenario's publish (as ``compare`` does) and the client only judges; otherwise the
+    previous release runs and the client deploys.
+    """
+
+    def __init__(self, scenario: Scenario, seed: int, *, testbed_publishes: bool = False) -> None:
+        # trace: every state change goes through on_state and next_change (no quiet
+        # restarts, the same draws), and the report lists every event, uncapped.
+        self.world = worlds.build(scenario, seed, trace=True)
+        self.scenario = scenario
+        self.seed = seed
+        self.app = scenario.name
+        self.env: simpy.Environment = self.world.env
+        self.machines = {m.id: m for m in self.world.machines}
+        epoch = scenario.platform.epoch_ms
+        self.created_ms = epoch
+        self.versions = {m: _Version(_ulid(epoch, f"{m}:0"), epoch) for m in self.machines}
+        self._updates = 0
+        self._leases: dict[str, _Lease] = {}
+        self._nonces = 0
+        #: When the release first went out (platform ms): the client's first update to it.
+        self.publish_started_ms: int | None = None
+        self.looks: list[Look] = []
+        self.waits: list[WaitStarted] = []
+        self._start_previous()
+        if testbed_publishes:
+            self.env.process(self._testbed_publish())
+
+    # -- the world's own steps ----------------------------------------------------------
+
+    @property
+    def start_s(self) -> float:
+        """Where the world hands over to the client: the scenario's publish."""
+        return self.world.publish_at_s
+
+    def now_ms(self) -> int:
+        """The platform clock (integer ms)."""
+        return self.scenario.platform.epoch_ms + round(self.env.now * 1000)
+
+    def _start_previous(self) -> None:
+        # The previous release as the publish pipeline starts it (sim.publish.world._start),
+        # without the pipeline's own publish: here the client publishes.
+        world = self.world
+        if world.previous is None:
+            return
+        before = self.scenario.previous
+        if before is not None and before.asleep:
+            self.env.process(worlds._previous_release(world))
+        else:
+            for machine in world.machines:
+                machine.launch(world.previous)
+
+    def _testbed_publish(self) -> Generator[simpy.Event, Any, None]:
+        yield self.env.timeout(self.start_s)
+        for machine in self.world.machines:
+            self._put_image(machine, self.world.release, self.scenario.publish.start_stopped)
+
+    def _put_image(self, machine: Machine, image: Image, start: bool) -> None:
+        """The publish's own step for one machine (sim.publish.world._publish): launch or update."""
+        if machine.state == "created":
+            machine.launch(image)
+        else:
+            machine.update(image, start=start)
+        self._updates += 1
+        now = self.now_ms()
+        self.versions[machine.id] = _Version(_ulid(now, f"{machine.id}:{self._updates}"), now)
+        if image is self.world.release and self.publish_started_ms is None:
+            self.publish_started_ms = now
+
+    # -- rendering ------------------------------------------------------------------------
+
+    def render(self, machine: Machine) -> dict[str, Any]:
+        """The machine as ``GET /v1/apps/{app}/machines/{id}`` returns it."""
+        version = self.versions[machine.id]
+        return machine_to_fly(
+            machine.snapshot(), instance_id=version.instance_id, region=REGION,
+            created_at_ms=self.created_ms, updated_at_ms=version.updated_ms,
+        )
+
+    def _machine(self, app: str, machine_id: str) -> Machine:
+        if app != self.app:
+            raise ApiError(404, "app not found")
+        machine = self.machines.get(machine_id)
+        if machine is None:
+            # The text flyctl matches ("machine not found"), as flaps words it.
+            raise ApiError(404, "not_found: machine not found")
+        return machine
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def list(self, app: str, states: Sequence[str] = ()) -> Answer:
+        """``GET /apps/{app}/machines``: every machine (``state=``: those in these states)."""
+        if app != self.app:
+            raise ApiError(404, "app not found")
+        self._look()
+        return 200, [self.render(m) for m in self.world.machines if not states or m.state in states]
+
+    def get(self, app: str, machine_id: str) -> Answer:
+        """``GET /apps/{app}/machines/{id}``: one machine."""
+        machine = self._machine(app, machine_id)
+        self._look()
+        return 200, self.render(machine)
+
+    def _look(self) -> None:
+        """Record a read of the machines as a look at the whole fleet at this instant.
+
+        The fleet, even for a read of one machine or a wait's answer: a replayed check
+        needs every machine in every look (one missing from a look is lost to it).
+        """
+        self.looks.append(Look(self.now_ms(), tuple(self.render(m) for m in self.world.machines)))
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def _hold(self, machine: Machine, nonce: str | None) -> None:
+        """Refuse a write to a machine someone else holds the lease of (409, Fly's text)."""
+        lease = self._lease(machine)
+        if lease is not None and nonce != lease.nonce:
+            raise ApiError(409, f"aborted: machine ID {machine.id} lease currently held by "
+                                f"{LEASE_OWNER}, expires at {_seconds_rfc3339(lease.expires_ms)}")
+
+    def update(self, app: str, machine_id: str, body: Any, nonce: str | None) -> Answer:
+        """``POST /apps/{app}/machines/{id}``: run the image the config names.
+
+        The release's image runs the release's behaviour, the previous image the previous
+        one; any other is refused (400). Fly's text for an image it cannot resolve is not
+        public: assumed.
+        """
+        machine = self._machine(app, machine_id)
+        if not isinstance(body, dict) or not isinstance(body.get("config"), dict):
+            raise ApiError(400, "invalid request: config is required (the full machine config)")
+        image = body["config"].get("image")
+        if not isinstance(image, str) or not image:
+            # superfly/flyctl#2310: "failed to launch VM: config.image required".
+            raise ApiError(400, "config.image required")
+        self._hold(machine, nonce)
+        target = self._image(image)
+        skip = body.get("skip_launch")
+        if skip is not None and not isinstance(skip, bool):
+            raise ApiError(400, "invalid request: skip_launch must be a boolean")
+        self._put_image(machine, target, start=not skip)
+        return 200, self.render(machine)
+
+    def _image(self, ref: str) -> Image:
+        world = self.world
+        for image in (world.release, world.previous):
+            if image is not None and image.ref == ref:
+                return image
+        raise ApiError(400, f'failed to update machine: could not find image "{ref}"')
+
+    def start(self, app: str, machine_id: str, nonce: str | None) -> Answer:
+        """``POST .../start``: start a stopped machine (the model's ``wake``)."""
+        machine = self._machine(app, machine_id)
+        self._hold(machine, nonce)
+        previous = machine.state
+        if previous == "stopped" and machine.image is not None:
+            machine.wake()
+        # superfly/docs machines-resource "Start a Machine" response.
+        return 200, {"previous_state": previous, "migrated": False, "new_host": ""}
+
+    def stop(self, app: str, machine_id: str, nonce: str | None) -> Answer:
+        """``POST .../stop``: a requested stop of a machine on its way up or up (``sleep``)."""
+        machine = self._machine(app, machine_id)
+        self._hold(machine, nonce)
+        if machine.state in ("starting", "started"):
+            machine.sleep()
+        return 200, {"ok": True}
+
+    def restart(self, app: str, machine_id: str, nonce: str | None) -> Answer:
+        """``POST .../restart``: stop what runs, then start it again with the same image."""
+        machine = self._machine(app, machine_id)
+        self._hold(machine, nonce)
+        if machine.state in ("starting", "started"):
+            machine.sleep()
+        if machine.state == "stopped" and machine.image is not None:
+            machine.wake()
+        return 200, {"ok": True}
+
+    # -- leases -------------------------------------------------------------------------------
+
+    def _lease(self, machine: Machine) -> _Lease | None:
+        lease = self._leases.get(machine.id)
+        if lease is not None and lease.expires_ms <= self.now_ms():
+            del self._leases[machine.id]
+            return None
+        return lease
+
+    def _lease_json(self, machine: Machine, lease: _Lease) -> dict[str, Any]:
+        # The real envelope (superfly/docs _machines_lease_create_resp.erb); ``version`` is
+        # the machine's instance_id, which spares flyctl a re-read (lease.go AcquireLease).
+        return {"status": "success", "data": {
+            "nonce": lease.nonce, "expires_at": lease.expires_ms // 1000, "owner": LEASE_OWNER,
+            "description": lease.description, "version": self.versions[machine.id].instance_id,
+        }}
+
+    def acquire_lease(
+        self, app: str, machine_id: str, ttl_s: int | None, description: str, nonce: str | None
+    ) -> Answer:
+        """``POST .../lease``: take the lease (201), or refresh it with its nonce (200)."""
+        machine = self._machine(app, machine_id)
+        ttl = DEFAULT_LEASE_TTL_S if ttl_s is None else ttl_s
+        if ttl < 1:
+            raise ApiError(400, "invalid request: ttl must be a positive number of seconds")
+        held = self._lease(machine)
+        expires = self.now_ms() + ttl * 1000
+        if held is not None:
+            self._hold(machine, nonce)
+            held.expires_ms = expires
+            return 200, self._lease_json(machine, held)
+        self._nonces += 1
+        fresh = hashlib.sha256(f"{self.seed}:{machine.id}:{self._nonces}".encode()).hexdigest()[:12]
+        lease = _Lease(fresh, expires, description)
+        self._leases[machine.id] = lease
+        return 201, self._lease_json(machine, lease)
+
+    def show_lease(self, app: str, machine_id: str) -> Answer:
+        """``GET .../lease``: the lease held, or 404 (flyctl matches "lease not found")."""
+        machine = self._machine(app, machine_id)
+        lease = self._lease(machine)
+        if lease is None:
+            raise ApiError(404, "lease not found")
+        return 200, self._lease_json(machine, lease)
+
+    def release_lease(self, app: str, machine_id: str, nonce: str | None) -> Answer:
+        """``DELETE .../lease``: give the lease back (its nonce required)."""
+        machine = self._machine(app, machine_id)
+        if self._lease(machine) is None:
+            raise ApiError(404, "lease not found")
+        self._hold(machine, nonce)
+        del self._leases[machine.id]
+        return 200, {"status": "success", "data": {"ok": True}}
+
+    # -- wait -------------------------------------------------------------------------------
+
+    def wait(
+        self, app: str, machine_id: str, states: Sequence[str], timeout_s: int, version: str | None
+    ) -> Answer | WaitStarted:
+        """``GET .../wait``: answer now if the machine is in a wanted state, else hold the request.
+
+        The answer comes the moment the machine enters a wanted state (``next_change``),
+        or 408 with Fly's body once ``timeout_s`` (clamped by the caller) has passed on
+        the platform clock. With ``version`` (``instance_id``), only that version counts.
+        """
+        machine = self._machine(app, machine_id)
+        wanted = tuple(s for want in states for s in (SETTLED if want == "settled" else (want,)))
+        if "stopped" in states and version is None:
+            # superfly/docs machines-resource: instance_id "Required when waiting for Machine
+            # to be in stopped state"; without it the API answers 400 (Kilo-Org/cloud#297).
+            raise ApiError(400, "instance_id is required when waiting for the stopped state")
+        if self._reached(machine, machine.state, wanted, version):
+            return self._waited(machine, machine.state)
+        pending = WaitStarted(machine, wanted)
+        self.waits.append(pending)
+        self.env.process(self._hold_wait(pending, timeout_s, version))
+        return pending
+
+    def _reached(self, machine: Machine, state: str, wanted: tuple[str, ...], version: str | None) -> bool:
+        return state in wanted and (version is None or version == self.versions[machine.id].instance_id)
+
+    def _waited(self, machine: Machine, state: str) -> Answer:
+        self._look()  # the client learns the machine's state: a look, as a poll's read is
+        return 200, {"ok": True, "state": state, "version": self.versions[machine.id].instance_id}
+
+    def _hold_wait(
+        self, pending: WaitStarted, timeout_s: int, version: str | None
+    ) -> Generator[simpy.Event, Any, None]:
+        machine, env = pending.machine, self.env
+        deadline = env.timeout(timeout_s)
+        while not pending.future.done():
+            change = machine.next_change()
+            yield change | deadline
+            state = str(change.value) if change.triggered else ""
+            if state and self._reached(machine, state, pending.wanted, version):
+                pending.future.set_result(self._waited(machine, state))
+            elif deadline.triggered:
+                pending.future.set_result(self.timed_out(pending))
+
+    def timed_out(self, pending: WaitStarted) -> Answer:
+        """A wait's 408, in the words of Fly's (superfly/flyctl#1760)."""
+        wanted = ", ".join(pending.wanted)
+        return 408, {"error": f"machine failed to reach desired state, {wanted}, "
+                              f"currently {pending.machine.state}"}
+
+    # -- what happened -----------------------------------------------------------------------
+
+    def outcome(self, bad: bool) -> Mapping[str, Any]:
+        """How the client left the machines, and that against the ground truth ``bad``."""
+        world = self.world
+        images = [m.image.ref if m.image is not None else None for m in world.machines]
+        release, previous = world.release.ref, world.previous.ref if world.previous else None
+        if self.publish_started_ms is None:
+            left, outcome = "never updated to the release", "undecided"
+        elif all(i == release for i in images):
+            left, outcome = "release", "missed" if bad else "passed"
+        elif previous is not None and all(i == previous for i in images):
+            left, outcome = "previous (rolled back)", "caught" if bad else "false_alarm"
+        else:
+            left, outcome = "mixed images", "undecided"
+        return {"left_running": left, "outcome": outcome,
+                "release_crashed_in_this_run": worlds.release_crashes(world)}
+
+
+def _seconds_rfc3339(ms: int) -> str:
+    return format_rfc3339_ms(ms - ms % 1000).replace(".000Z", "Z")
