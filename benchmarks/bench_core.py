@@ -12,10 +12,10 @@ a ``deque(maxlen=event_log_cap)``, and one poller copies every deque each
 no pipeline, no reconciler, no traffic, no oracle.
 
 The full model is ``sim.publish.world.run`` with the check, including the ground truth it
-needs (the oracle run when the run itself cannot prove the release bad). Where a restart
-writes no event, the full model makes the restart delay and the next boot one SimPy wait
-(``Machine._life``: nothing anyone can see happens at the restart); the bare twin yields
-each delay as plain SimPy code would. ``run`` pauses the cyclic garbage collector for the
+needs (the oracle run when the run itself cannot prove the release bad). Under ``always``,
+where a restart writes no event, the full model makes the restart delay and the next boot
+one SimPy wait (``Machine._quiet``: nothing anyone can see happens at the restart); the
+bare twin yields each delay as plain SimPy code would. ``run`` pauses the cyclic garbage collector for the
 run and lets it resume after (see ``sim.publish.gcpause.gc_paused``); the bare twin runs
 as plain SimPy code would, and the large world also prints its ratio against the twin
 with the collector paused the same way.

@@ -176,9 +176,14 @@ def _fast_crash_loops() -> st.SearchStrategy[World]:
 
 
 def test_hypothesis_finds_the_smallest_cap_that_fools_timestamp():
-    """The smallest event-list cap at which a fast crash loop passes the timestamp check is 1."""
+    """A fast crash loop fools timestamp at cap 1, and the same loop at caps 2-10 is caught."""
     fooled = find(_fast_crash_loops(), lambda w: w.run(TimestampCheck)[0].ok)
     assert fooled.cap == 1
+    # 1 is also the lowest cap the strategy draws: what makes it the smallest is that one
+    # more event in the list already shows the crash behind the restart's start.
+    for cap in range(2, 11):
+        verdict, _ = replace(fooled, cap=cap).run(TimestampCheck)
+        assert not verdict.ok, cap
 
 
 # The smallest fooling world hypothesis found, pinned: cap 1 keeps only the restart's

@@ -1,8 +1,11 @@
 """`--junit FILE`: the JUnit XML shape CI tools read, a case per check, a failure per unmet expectation."""
 
+import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
+from hypothesis import strategies as st
 
 from platform_testbed.checks import BUILTIN_CHECKS
 from platform_testbed.sim.cli.parser import main
@@ -169,3 +172,144 @@ def test_a_junit_symlink_is_refused_without_force_and_written_through_with_it(
     assert link.is_symlink()
     assert_junit_shape(target)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.xml", "looks.jsonl", "target.xml"]
+
+
+# --- the CI gate: --expect, --fail-on, and <error> for a check that gave no verdict ---------
+
+SMALL_SWEEP = Path(__file__).parent / "data" / "sweeps" / "small.toml"
+SLEEPER = ["--check-cmd", "sleep 100", "--check-cmd-timeout", "1"]
+
+
+def errors_of(root):
+    """``{(suite name, case name): error message}`` for the cases that have an ``error``."""
+    return {(s.get("name"), c.get("name")): c.find("error").get("message")
+            for s in root for c in s if c.find("error") is not None}
+
+
+def test_a_check_that_times_out_is_a_junit_error_with_its_reason(tmp_path, capsys):
+    """A --check-cmd that never answers: errors="1", the reason in <error message>, no failure."""
+    out = tmp_path / "j.xml"
+    assert main(["compare", "sept25-crash-loop", *SLEEPER, "--junit", str(out)]) == 0
+    root = assert_junit_shape(out)
+    assert root.get("errors") == "1"
+    assert root.get("failures") == "0"
+    [(case, message)] = errors_of(root).items()
+    assert case == ("sept25-crash-loop", "sleep")
+    assert "gave no answer within 1 s" in message
+    assert message.endswith("(seed 1)")
+    assert "gave no answer within 1 s" in root.find("testsuite/testcase/system-out").text
+
+
+def test_fail_on_error_makes_an_erroring_check_exit_1(tmp_path, capsys):
+    """--fail-on error: the same timed-out check fails the command, and says why on stderr."""
+    out = tmp_path / "j.xml"
+    code = main(["compare", "sept25-crash-loop", *SLEEPER, "--fail-on", "error", "--junit", str(out)])
+    assert code == 1
+    assert "--fail-on: sleep error in 1 of 1 run(s)" in capsys.readouterr().err
+    assert assert_junit_shape(out).get("errors") == "1"
+
+
+def test_fail_on_a_wrong_verdict_is_a_failure_on_that_checks_case(tmp_path, capsys):
+    """--fail-on missed: count misses the crash loop (exit 1, a failure on its case alone)."""
+    out = tmp_path / "j.xml"
+    code = main(["compare", "sept25-crash-loop", "--runs", "2", "--check", "count", "--check",
+                 "timestamp", "--fail-on", "missed,undecided", "--junit", str(out)])
+    assert code == 1
+    failed = {k: v for k, v in cases_of(assert_junit_shape(out)).items() if v is not None}
+    assert failed == {("sept25-crash-loop", "count"): "missed 2 in 2 of 2 seed(s) (--fail-on)"}
+
+
+def test_fail_on_an_outcome_that_did_not_happen_exits_0(capsys):
+    """--fail-on false_alarm on the crash loop: nobody false-alarms, so the gate passes."""
+    assert main(["compare", "sept25-crash-loop", "--fail-on", "false_alarm", "--fail-on", "error"]) == 0
+
+
+def test_expect_on_the_command_line_is_judged_as_the_scenarios_expect(tmp_path, capsys):
+    """--expect count=caught fails as the [expect] entry does; --expect count=missed holds."""
+    out = tmp_path / "j.xml"
+    assert main(["compare", "sept25-crash-loop", "--runs", "2", "--expect", "count=caught",
+                 "--junit", str(out)]) == 1
+    failed = {k: v for k, v in cases_of(assert_junit_shape(out)).items() if v is not None}
+    assert failed == {("sept25-crash-loop", "count"): "expected caught, got missed 2 in 2 of 2 seed(s)"}
+    capsys.readouterr()
+    assert main(["compare", "sept25-crash-loop", "--check", "count", "--expect", "count=missed"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--expect", "count"], "--expect 'count': expected CHECK=OUTCOME"),
+        (["--expect", "count=cought"], "--expect 'count=cought': the outcome must be one of caught"),
+        (["--fail-on", "erorr"], "--fail-on 'erorr': not an outcome (did you mean error?)"),
+        (["--fail-on", ","], "--fail-on: name at least one outcome"),
+    ],
+)
+def test_a_bad_gate_option_is_one_line_and_exit_2_before_any_run(argv, message, tmp_path, capsys):
+    """A malformed --expect or --fail-on: exit 2, one line naming it, no report written."""
+    out = tmp_path / "j.xml"
+    assert main(["compare", "sept25-crash-loop", *argv, "--junit", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_sweep_writes_a_case_per_check_with_fail_on_failures(tmp_path, capsys):
+    """sweep --junit --fail-on missed: a case per check, a failure naming worlds where it missed."""
+    out, rows = tmp_path / "s.xml", tmp_path / "rows.csv"
+    code = main(["sweep", str(SMALL_SWEEP), "--workers", "1", "--no-progress", "--out", str(rows),
+                 "--fail-on", "missed", "--junit", str(out), "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    root = assert_junit_shape(out)
+    cases = cases_of(root)
+    assert set(cases) == {("small", "count"), ("small", "timestamp")}
+    for (_, check), failure in cases.items():
+        missed = summary["checks"][check]["missed"]
+        assert (failure is None) == (missed == 0), (check, failure)
+        if missed:
+            assert failure.startswith(f"missed {missed} in {missed} of ")
+    assert code == (1 if any(c["missed"] for c in summary["checks"].values()) else 0)
+
+
+def test_sweep_junit_marks_a_broken_world_as_an_error(tmp_path, capsys):
+    """A user check that raises in every world: each case is an error carrying the exception."""
+    check = tmp_path / "boom.py"
+    check.write_text("class Boom:\n    name = 'boom'\n"
+                     "    def next(self, publish_started_ms, looks):\n        raise RuntimeError('kaput')\n")
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(f'name = "s"\nscenario = "sept25-crash-loop"\nchecks = ["{check}:Boom"]\n'
+                     'seeds = 1\n[axes]\n"check.look_delay_s" = [3, 10]\n')
+    out = tmp_path / "s.xml"
+    main(["sweep", str(sweep), "--workers", "1", "--no-progress", "--out", str(tmp_path / "r.csv"),
+          "--junit", str(out)])
+    [(case, message)] = errors_of(assert_junit_shape(out)).items()
+    assert case == ("s", "boom")
+    assert "kaput" in message
+    assert "2 of 2 world(s)" in message
+
+
+def test_hunt_writes_a_failure_per_world_found(tmp_path, capsys):
+    """hunt --junit: each world found is a failed case whose text says how to reproduce it."""
+    out = tmp_path / "h.xml"
+    found = tmp_path / "found"
+    code = main(["hunt", "--check", "count", "--budget", "10", "--out", str(found),
+                 "--no-progress", "--json", "--junit", str(out)])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1
+    root = assert_junit_shape(out)
+    failures = [c.find("failure") for s in root for c in s]
+    assert len(failures) == len(report["found"]) > 0
+    for failure, world in zip(failures, report["found"], strict=True):
+        assert failure.get("message").startswith(f"{world['outcome']}: {world['kind']}")
+        assert f"reproduce: testbed compare {world['file']} --check count" in failure.text
+
+
+def test_hunt_that_finds_nothing_writes_one_passing_case(tmp_path, capsys, monkeypatch):
+    """A hunt with nothing found is one case with no failure, so CI shows it ran."""
+    # A space of one world, the base, which timestamp gets right (as tests/test_hunt.py does).
+    monkeypatch.setattr("platform_testbed.sim.hunt.search.worlds",
+                        lambda base, any_behavior=True: st.just(()))
+    out = tmp_path / "h.xml"
+    assert main(["hunt", "--check", "timestamp", "--budget", "5", "--out", str(tmp_path / "f"),
+                 "--no-progress", "--junit", str(out)]) == 0
+    assert cases_of(assert_junit_shape(out)) == {("hunt timestamp", "timestamp"): None}

@@ -15,6 +15,13 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCK = re.compile(r"<!-- output: testbed (.+?) -->\n(.*?)<!-- end output -->\n", re.S)
 
 
+@pytest.fixture(autouse=True)
+def _in_a_fresh_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each command runs where a reader's would, not in the checkout: a sweep's default rows
+    land in this test's folder, never in the repository (where parallel tests would share them)."""
+    monkeypatch.chdir(tmp_path)
+
+
 def _blocks() -> list[tuple[str, str]]:
     return BLOCK.findall(README.read_text(encoding="utf-8"))
 

@@ -170,16 +170,17 @@ def test_checks_markdown_is_the_readme_table(capsys):
 
 @pytest.mark.parametrize("columns", WIDTHS)
 def test_replay_fits_and_shows_every_check_and_verdict(columns, monkeypatch, capsys, tmp_path):
-    """Replayed looks: within COLUMNS, each run's check and verdict printed."""
+    """Replayed looks: within COLUMNS, each run's row gives its own check and verdict."""
     looks = tmp_path / "looks.jsonl"
     main(["compare", "sept25-crash-loop", "--record", str(looks)])
     monkeypatch.setenv("COLUMNS", str(columns))
     text = _run(["replay", str(looks)], capsys)
     doc = json.loads(_run(["replay", str(looks), "--json"], capsys))
     assert _widest(text) <= columns
-    for row in doc["results"]:
-        assert row["check"] in text
-        assert (row["verdict"] or "none") in text
+    # Every name also appears in the options header and the reasons: judge each run's row.
+    rows = {line.split()[0]: line.split()[1:3] for line in text.splitlines() if "/seed=" in line}
+    assert {row["run"]: [row["check"], row["verdict"] or "none"] for row in doc["results"]} == rows
+    assert {row["verdict"] for row in doc["results"]} == {"pass", "fail"}  # both kinds shown
 
 
 @pytest.mark.parametrize("columns", WIDTHS)

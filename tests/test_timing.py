@@ -7,9 +7,6 @@ from hypothesis import strategies as st
 
 from platform_testbed.checks.timing import (
     DEFAULT_MAX_REHEAL_S,
-    DRAIN_RULE,
-    GRACE_RULE,
-    REHEAL_RULE,
     DrainTiming,
     TimingResult,
     all_hold,
@@ -52,14 +49,25 @@ def test_original_configuration_breaks_drain_and_reheal() -> None:
 
 
 def test_check_timing_order_and_rules() -> None:
-    """check_timing returns drain, re-heal, grace results in that order with their rule text."""
-    results = check_timing(FIXED)
-    assert [r.rule for r in results] == [DRAIN_RULE, REHEAL_RULE, GRACE_RULE]
-    assert [r.name for r in results] == [
+    """check_timing gives drain, re-heal, grace in that order, each the result of its own rule."""
+    # A configuration that breaks exactly one rule at a time tells the results apart.
+    only_drain = DrainTiming(5, 2, 2, serve_after_drain_s=10, shutdown_s=5, stop_grace_period_s=30)
+    only_reheal = DrainTiming(5, 2, 20, serve_after_drain_s=15, shutdown_s=5, stop_grace_period_s=30)
+    only_grace = DrainTiming(5, 2, 2, serve_after_drain_s=15, shutdown_s=20, stop_grace_period_s=30)
+    assert [r.ok for r in check_timing(only_drain)] == [False, True, True]
+    assert [r.ok for r in check_timing(only_reheal)] == [True, False, True]
+    assert [r.ok for r in check_timing(only_grace)] == [True, True, False]
+    assert [r.name for r in check_timing(FIXED)] == [
         "drain outlasts detection",
         "re-healthy time is short",
         "drain fits the stop grace period",
     ]
+    # Each result carries the text of its own inequality (named here, not from the module).
+    drain, reheal, grace = (r.rule for r in check_timing(FIXED))
+    assert "serve_after_drain_s >" in drain
+    assert "unhealthy_threshold" in drain
+    assert "healthy_threshold <= max_reheal_s" in reheal
+    assert "shutdown_s <= stop_grace_period_s" in grace
 
 
 def test_drain_rule_reports_detection_and_margin() -> None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import random
 
 import simpy
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from platform_testbed.checks import TimestampCheck
 from platform_testbed.sim.config import scenario
 from platform_testbed.sim.config.scenario import AppTable, PlatformTable
 from platform_testbed.sim.platform import behavior
 from platform_testbed.sim.platform.machine import Image, Machine
+from platform_testbed.sim.platform.restarting import RestartBudget
 from platform_testbed.sim.publish import world
 
 
@@ -163,3 +166,132 @@ def test_traffic_counts_add_up_and_follow_the_rate():
     assert site.requests == site.served + site.not_found + site.bad_gateway
     expected = 20 * (loaded.horizon_s - loaded.publish.at_s)
     assert abs(site.requests - expected) < 5 * expected**0.5
+
+
+def test_next_change_succeeds_at_each_change_with_the_new_state():
+    """next_change() fires at the boot's end, the crash and the restart, each with its state."""
+    app = AppTable(behavior="crash_after", crash_after_s=2.0)
+    env, machine = _machine(app, boot_s=0.5, restart_delay_s=0.25)
+    seen: list[tuple[float, str]] = []
+
+    def waiter():
+        for _ in range(4):
+            state = yield machine.next_change()
+            seen.append((env.now, state))
+
+    env.process(waiter())
+    env.run(until=10)
+    assert seen == [(0.5, "started"), (2.5, "stopped"), (2.75, "starting"), (3.25, "started")]
+
+
+def test_a_restart_is_told_at_its_instant_without_any_read():
+    """on-failure's stopped -> starting happens at crash + delay, told to on_state; reads change nothing."""
+    env = simpy.Environment()
+    told: list[tuple[float, str]] = []
+    platform = PlatformTable(jitter=0.0, boot_s=0.5, restart_delay_s=0.25, max_retries=1)
+    machine = Machine(env, "m1", platform, random.Random(0),
+                      on_state=lambda m: told.append((env.now, m.state)))
+    machine.launch(Image("app:v1", AppTable(behavior="crash_after", crash_after_s=2.0)))
+    env.run(until=2.6)
+    assert machine.state == "stopped"  # inside the restart delay
+    env.run(until=10)
+    assert told == [(0.0, "starting"), (0.5, "started"), (2.5, "stopped"), (2.75, "starting"),
+                    (3.25, "started"), (5.25, "stopped")]
+
+
+# --- restart rules as the sources state them (issue 19.3) -----------------------------
+
+WINDOW_S = 300.0
+
+
+def _windows(times: list[float]) -> list[list[float]]:
+    """Restart times grouped into fixed windows: each opens at its first restart, lasts 5 min."""
+    groups: list[list[float]] = []
+    for t in times:
+        if groups and t - groups[-1][0] < WINDOW_S:
+            groups[-1].append(t)
+        else:
+            groups.append([t])
+    return groups
+
+
+def _restart_rule_machine(
+    seed: int, retries: int, boot_ms: int, delay_ms: int, **rules: object
+) -> tuple[simpy.Environment, Machine]:
+    env = simpy.Environment()
+    platform = PlatformTable(max_retries=retries, boot_s=boot_ms / 1000,
+                             restart_delay_s=delay_ms / 1000, jitter=0.05, epoch_ms=0,
+                             **rules)  # type: ignore[arg-type]
+    return env, Machine(env, "m1", platform, random.Random(seed), trace=True)
+
+
+def _flaky_or_looping(crash_ms: int, flaky: bool) -> AppTable:
+    if flaky:  # irregular gaps between crashes: where a fixed and a sliding window differ
+        return AppTable(behavior="flaky", crash_probability=0.3, flaky_interval_s=crash_ms / 1000)
+    return AppTable(behavior="crash_after", crash_after_s=crash_ms / 1000)
+
+
+restart_worlds = st.tuples(
+    st.integers(0, 2**32), st.integers(0, 6), st.integers(1, 3_000), st.integers(0, 2_000),
+    st.integers(1, 150_000), st.booleans(),
+)
+
+
+@given(restart_worlds)
+@example((0, 2, 400, 300, 100_000, False))  # ~100 s apart: the third exit is in the first window
+@example((0, 2, 400, 300, 160_000, False))  # ~160 s apart: each third restart opens a window
+@example((2, 2, 400, 300, 60_000, True))  # flaky: a sliding window would refuse a restart here
+def test_on_failure_restarts_at_most_max_retries_in_a_fixed_window_then_stays_stopped(w) -> None:
+    """At most max_retries restarts in any fixed 5-minute window; the first refusal is final."""
+    seed, retries, boot_ms, delay_ms, crash_ms, flaky = w
+    app = _flaky_or_looping(crash_ms, flaky)
+    env, machine = _restart_rule_machine(seed, retries, boot_ms, delay_ms)
+    machine.launch(Image("app:v1", app))
+    env.run(until=3_000)
+    exits = [e for e in _exits(machine) if e.is_crash]
+    restarted = [e.timestamp / 1000 for e in exits if e.restarting]
+    assert all(len(g) <= retries for g in _windows(restarted))
+    refused = [e for e in exits if not e.restarting]
+    if refused:
+        # It gave up only with a full window, and nothing happened after that exit.
+        gave_up = refused[0].timestamp / 1000
+        assert len(refused) == 1
+        assert exits[-1] is refused[0]
+        recent = _windows([*restarted, gave_up])[-1]
+        assert len(recent) == retries + 1, (restarted, gave_up)
+        assert machine.state == "stopped"
+        assert machine.history is not None
+        at, state = machine.history[-1]
+        assert (round(at * 1000), state) == (refused[0].timestamp, "stopped")
+
+
+def test_fixed_and_sliding_windows_differ_where_restarts_straddle_a_window():
+    """Restarts at 0, 250, 310 s (2 retries): fixed opens a window at 310 s, sliding refuses at 330 s."""
+    fixed, sliding = RestartBudget(2, WINDOW_S, "fixed"), RestartBudget(2, WINDOW_S, "sliding")
+    assert [fixed.restart(t) for t in (0, 250, 310, 330, 340)] == [True, True, True, True, False]
+    assert [sliding.restart(t) for t in (0, 250, 310, 330)] == [True, True, True, False]
+    assert sliding.restart(600) is False  # refused once: spent, whatever the window says
+
+
+@given(st.tuples(st.integers(0, 2**32), st.integers(0, 4), st.integers(1, 5_000),
+                 st.integers(0, 2_000), st.integers(1, 86_400), st.booleans()))
+def test_a_spent_budget_survives_an_autostart(w) -> None:
+    """Woken after giving up, a failing machine is not restarted (unless autostart refills)."""
+    seed, retries, crash_ms, delay_ms, wake_after_s, refills = w
+    app = _flaky_or_looping(crash_ms, flaky=False)
+    env, machine = _restart_rule_machine(seed, retries, 400, delay_ms,
+                                         autostart_refills_retries=refills)
+    machine.launch(Image("app:v1", app))
+    env.run(until=400)  # at most 5 retries of a <= 7.4 s cycle: given up by now
+    assert machine.state == "stopped"
+    assert not _exits(machine)[-1].restarting
+    before = len(_exits(machine))
+    env.run(until=400 + wake_after_s)
+    machine.wake()
+    env.run(until=400 + wake_after_s + 400)
+    after = _exits(machine)[before:]
+    assert machine.state == "stopped"
+    if refills:  # a fresh budget: restarted max_retries times again, then given up
+        assert [e.restarting for e in after] == [True] * retries + [False]
+    else:  # BoomCard's machines: started by the proxy, exit 1, no restart
+        assert [e.restarting for e in after] == [False]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -139,6 +140,9 @@ def _import(module_name: str) -> ModuleType:
     return module
 
 
+# Made once per class: get_type_hints and a field walk cost more than a sweep world's
+# simulation (issue 22). A class's fields do not change while the process runs.
+@functools.lru_cache(maxsize=256)
 def _fields(cls: type[Any]) -> tuple[_Field, ...]:
     """A class's options: dataclass fields, else its constructor's keyword parameters."""
     try:
@@ -174,7 +178,7 @@ def _class_target(spec: str, cls: type[Any], name: str) -> _Target:
 
     declared = getattr(cls, "name", None)
     return _Target(spec, declared if isinstance(declared, str) and declared else name,
-                   _fields(cls), build)
+                   _fields(cls), build)  # type: ignore[arg-type]  # a class hashes
 
 
 def _user_target(spec: str) -> _Target:
@@ -229,7 +233,7 @@ def _typed(target: _Target, item: _Field, value: Any, where: str) -> Any:
     if item.hint is None:
         return value
     try:
-        adapter: TypeAdapter[Any] = TypeAdapter(item.hint)
+        adapter = _adapter(item.hint)
     except Exception:  # a hint pydantic cannot check (an arbitrary class): taken as given
         return value
     try:
@@ -246,6 +250,19 @@ def _typed(target: _Target, item: _Field, value: Any, where: str) -> Any:
         raise BadInput(f"{where} {item.name}={value!r}: {target.name}.{item.name}: "
                        "must be a finite number")
     return typed
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_adapter(hint: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(hint)
+
+
+def _adapter(hint: Any) -> TypeAdapter[Any]:
+    """A validator for ``hint``, built once per hint (building one compiles a schema)."""
+    try:
+        return _cached_adapter(hint)
+    except TypeError:  # an unhashable hint: built each time, as before
+        return TypeAdapter(hint)
 
 
 def _scoped(extra: Mapping[str, Any], targets: Sequence[_Target]) -> list[dict[str, Any]]:
@@ -313,8 +330,50 @@ def build_checks(
     mapping: all of it). Two checks with the same name are bad input: results are keyed
     by name.
     """
-    targets = [_target(spec) for spec in names or list(BUILTIN_CHECKS)]
     table = ScenarioOptions.of(scenario, source)
+    key = _built_key(names, table, extra or {})
+    if key is not None:
+        return list(_built_builtins(key))
+    return _build_all(names, table, extra or {})
+
+
+def _built_key(names: Sequence[str], table: ScenarioOptions,
+               extra: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """What decides the built-ins a list builds (their specs, the options they get), or None.
+
+    Only built-ins are kept: a user's object or command is built as asked each time. A
+    value's type is in the key, so ``1``, ``1.0`` and ``True`` (equal in Python) are
+    judged apart.
+    """
+    specs = tuple(names or BUILTIN_CHECKS)
+    if not all(spec in BUILTIN_CHECKS for spec in specs):
+        return None
+    set_keys = tuple((k, type(table.values[k]), table.values[k])
+                     for k in sorted(table.explicit) if k in table.values)
+    key = (specs, set_keys, tuple((k, type(v), v) for k, v in extra.items()),
+           table.source)
+    try:
+        hash(key)
+    except TypeError:  # a list or table as a value: not kept
+        return None
+    return key
+
+
+# A sweep asks for the same checks with the same [check] table in every world: the
+# built checks (pure decision procedures, LookMemo per thread) are made once per
+# process for each distinct ask (issue 22: building them was a third of a world).
+@functools.lru_cache(maxsize=1024)
+def _built_builtins(key: tuple[Any, ...]) -> tuple[LoadedCheck, ...]:
+    specs, set_keys, extra, source = key
+    # A built-in takes only the keys a table sets: the key holds all it needs.
+    table = ScenarioOptions(MappingProxyType({k: v for k, _, v in set_keys}),
+                            frozenset(k for k, _, _ in set_keys), source)
+    return tuple(_build_all(specs, table, {k: v for k, _, v in extra}))
+
+
+def _build_all(names: Sequence[str], table: ScenarioOptions,
+               extra: Mapping[str, Any]) -> list[LoadedCheck]:
+    targets = [_target(spec) for spec in names or list(BUILTIN_CHECKS)]
     built = [
         _build(t, table, mine)
         for t, mine in zip(targets, _scoped(extra or {}, targets), strict=True)

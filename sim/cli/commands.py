@@ -19,7 +19,16 @@ from platform_testbed.sim import checkcmd
 from platform_testbed.sim.checkload.budget import apply_check_limits
 from platform_testbed.sim.checkload.loader import build_checks, load_checks, setups
 from platform_testbed.sim.cli import expect
-from platform_testbed.sim.cli.compareopts import INLINE_RUNS, MAX_RUNS, RUNS_ENV, check_outputs, details
+from platform_testbed.sim.cli.compareopts import (
+    INLINE_RUNS,
+    MAX_RUNS,
+    RUNS_ENV,
+    check_outputs,
+    details,
+    expect_sets,
+    fail_on,
+    failed_on,
+)
 from platform_testbed.sim.config import scenario
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
 from platform_testbed.sim.config.scenario import BadInput, parse_value
@@ -111,7 +120,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Run the checks side by side in the same world(s)."""
     apply_check_limits(args)
     at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
-    loaded = scenario.load(args.scenario, args.set)
+    gate = fail_on(args.fail_on, scenario.OUTCOMES)
+    loaded = scenario.load(args.scenario, [*args.set, *expect_sets(args.expect, scenario.OUTCOMES)])
     # Every output path is judged before the first world runs: a bad one costs nothing.
     check_outputs(args)
     args.junit = junit.checked(args)
@@ -140,7 +150,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with details(args.details, args.force, loaded.publish_started_ms) as on_run:
         result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
                          setups=setups(built), keep_runs=keep, on_run=on_run)
-    junit.write(args.junit, [junit.compare_suite(result)])
+    junit.write(args.junit, [junit.compare_suite(result, fail_on=gate)])
     if args.record:
         recorder.save(args.record, args.force)
         print(f"looks recorded to {args.record}", file=sys.stderr)
@@ -155,7 +165,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(report.summary(result, debug=args.debug))
         if text := report.expectations(result):
             print(text)
-    return EXIT_EXPECTATION if result.expectations_failed else EXIT_OK
+    gated = failed_on(result.summary, gate)
+    for line in gated:
+        print(line, file=sys.stderr)
+    return EXIT_EXPECTATION if result.expectations_failed or gated else EXIT_OK
 
 
 def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], seed: int) -> None:

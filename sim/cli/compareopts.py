@@ -1,14 +1,16 @@
-"""compare's many-runs options: the run limit, --details (JSON Lines), --summary, --force."""
+"""compare's many-runs options (the run limit, --details, --summary, --force) and its CI gate."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.runtime.outputs import check_image, check_output, replacing
 
 if TYPE_CHECKING:  # the model loads with the first run, not with the parser's options
@@ -75,3 +77,58 @@ def add_output_options(comp: argparse.ArgumentParser) -> None:
                       help="print only the summary (outcome counts), never per-run details")
     comp.add_argument("--force", action="store_true",
                       help="write to a device or through a symlink at --record/--timeline/--details/--junit")
+
+
+def add_gate_options(comp: argparse.ArgumentParser, expect: bool = True) -> None:
+    """The CI gate: ``--expect CHECK=OUTCOME`` (compare) and ``--fail-on OUTCOME[,OUTCOME...]``."""
+    if expect:
+        comp.add_argument(
+            "--expect", action="append", default=[], metavar="CHECK=OUTCOME",
+            help="every run of CHECK must end in OUTCOME, as the scenario's [expect] says it (and "
+            "replacing its entry for CHECK): exit 1 if one does not (repeatable)",
+        )
+    comp.add_argument(
+        "--fail-on", action="append", default=[], metavar="OUTCOME[,OUTCOME...]",
+        help="exit 1 if any run of any check ends in one of these outcomes, e.g. "
+        "error,undecided,missed (repeatable; JUnit: a failure, or an error for `error`)",
+    )
+
+
+def expect_sets(items: list[str], outcomes: tuple[str, ...]) -> list[str]:
+    """``--expect count=caught`` as the ``--set expect.count=caught`` it stands for.
+
+    The outcome is checked here, so the message names ``--expect``; the check's name is
+    checked with the scenario's own ``[expect]`` keys (the same rule: a check that runs).
+    """
+    sets = []
+    for item in items:
+        check, sep, outcome = (part.strip() for part in item.partition("="))
+        if not sep or not check or "." in check:
+            raise BadInput(f"--expect {item!r}: expected CHECK=OUTCOME")
+        if outcome not in outcomes:
+            raise BadInput(f"--expect {item!r}: the outcome must be one of {', '.join(outcomes)}")
+        sets.append(f"expect.{check}={outcome}")
+    return sets
+
+
+def fail_on(items: list[str], outcomes: tuple[str, ...]) -> frozenset[str]:
+    """The outcomes ``--fail-on`` names (comma-separated, repeatable); BadInput for an unknown one."""
+    chosen = {word.strip() for item in items for word in item.split(",") if word.strip()}
+    for word in sorted(chosen):
+        if word not in outcomes:
+            near = difflib.get_close_matches(word, outcomes, n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise BadInput(f"--fail-on {word!r}: not an outcome{hint}; one of {', '.join(outcomes)}")
+    if items and not chosen:
+        raise BadInput("--fail-on: name at least one outcome")
+    return frozenset(chosen)
+
+
+def failed_on(summary: Mapping[str, Any], outcomes: frozenset[str]) -> list[str]:
+    """One line per check and outcome named by ``--fail-on`` that happened: what fails the gate."""
+    lines = []
+    for check, counts in summary.items():
+        runs = sum(counts.to_json().values())
+        lines += [f"--fail-on: {check} {outcome} in {counts.count(outcome)} of {runs} run(s)"
+                  for outcome in sorted(outcomes) if counts.count(outcome)]
+    return lines

@@ -14,12 +14,15 @@ from platform_testbed.checks.drive import check_name
 from platform_testbed.sim import checkcmd
 from platform_testbed.sim.config.settings import BadInput, first_seed
 from platform_testbed.sim.runtime.signals import reraise_pending
+from platform_testbed.sim.show import junit
 
 # `testbed` builds its parser from this module (add_hunt_parser): rich, pydantic and
 # hypothesis are imported by the functions that use them, never for the parser.
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
+
+    from platform_testbed.sim.hunt.search import HuntResult
 
 
 EXIT_NOTHING_FOUND, EXIT_FOUND = 0, 1
@@ -119,6 +122,7 @@ def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help=f"folder for the scenario files, created if missing (default {DEFAULT_OUT}/)")
     parser.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    junit.add_argument(parser)
     parser.set_defaults(handler=cmd_hunt)
     return parser
 
@@ -136,6 +140,28 @@ def _check_spec(args: argparse.Namespace) -> tuple[str, str]:
     if args.check_cmd_name:
         arg += f" --check-cmd-name {shlex.quote(parsed.name)}"
     return spec, arg
+
+
+def hunt_suite(result: HuntResult, paths: list[Path], check_arg: str) -> junit.Suite:
+    """The hunt as JUnit: a failure per wrong-verdict world found (its file reproduces it), an
+    error per world where the check gave no verdict, or one passing case when none was found."""
+    classname = f"testbed.hunt.{result.base.name}"
+    if not result.found:
+        return junit.Suite(f"hunt {result.check}", (junit.Case(
+            classname, result.check,
+            output=f"no world fooled {result.check} in {result.worlds_tried} worlds"),))
+    cases = []
+    for found, path in zip(result.found, paths, strict=True):
+        again = f"testbed compare {path} {check_arg}"
+        said = f"{found.outcome}: {found.diagnosis} ({found.why})"
+        detail = f"{found.reason}\nreproduce: {again}"
+        name = f"{result.check} [{path.stem}]"
+        if found.outcome == "error":
+            cases.append(junit.Case(classname, name, error=f"{found.reason or 'no reason given'}",
+                                    error_detail=detail, output=said))
+        else:
+            cases.append(junit.Case(classname, name, said, detail, output=found.reason))
+    return junit.Suite(f"hunt {result.check}", tuple(cases))
 
 
 def cmd_hunt(args: argparse.Namespace) -> int:
@@ -162,6 +188,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     name = check_name(checks(base.check.model_dump()))  # builds it once: a bad check stops here
     out = Path(args.out)
     check_out_dir(out)
+    args.junit = junit.checked(args)
 
     errors = Console(stderr=True)
     show = not args.no_progress and sys.stderr.isatty()
@@ -180,6 +207,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     # exception (sim.runtime.signals._pending): ask before writing, and before saying we are done.
     reraise_pending()
     paths = write_found(result, out, check_arg)
+    junit.write(args.junit, [hunt_suite(result, paths, check_arg)])
     elapsed = time.perf_counter() - started
     if args.json:
         document = {"schema_version": SCHEMA_VERSION, **summary(result, paths)}

@@ -20,7 +20,7 @@ from platform_testbed.checks import BUILTIN_CHECKS
 from platform_testbed.sim import checkcmd
 from platform_testbed.sim.checkload.budget import add_check_limits, restore_limits, save_limits
 from platform_testbed.sim.cli import completion, expect
-from platform_testbed.sim.cli.compareopts import add_output_options
+from platform_testbed.sim.cli.compareopts import add_gate_options, add_output_options
 from platform_testbed.sim.cli.hunt import add_hunt_parser
 from platform_testbed.sim.cli.parsers import add_lint_timing_parser, add_rollout_parser, add_sweep_parser
 from platform_testbed.sim.config.settings import BadInput
@@ -172,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     comp.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     add_output_options(comp)
+    add_gate_options(comp)
     _add_debug(comp)
     checkcmd.add_arguments(comp)
     comp.set_defaults(handler=_command)

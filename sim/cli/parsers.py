@@ -11,6 +11,8 @@ import argparse
 from typing import Any
 
 from platform_testbed.sim.checkload.budget import add_check_limits
+from platform_testbed.sim.cli.compareopts import add_gate_options
+from platform_testbed.sim.show import junit
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -44,7 +46,8 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, metavar="N",
                         help="local worker processes (default: one per core; 1: no pool)")
     parser.add_argument("--out", metavar="FILE",
-                        help="rows as .csv or .jsonl, written atomically (default: NAME.csv)")
+                        help="rows as .csv or .jsonl, written atomically (default: out/NAME.csv; "
+                        "an existing file is replaced only with --force)")
     parser.add_argument("--json", action="store_true",
                         help="print the summary as one JSON object and nothing else")
     parser.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
@@ -53,8 +56,11 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="also draw the miss-region heatmap of two axes to this file")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--force", action="store_true",
-                        help="write to a device or through a symlink at --out/--heatmap")
+                        help="write to a device or through a symlink at --out/--heatmap/--junit, "
+                        "or over the default out/NAME.csv")
     add_check_limits(parser)
+    add_gate_options(parser, expect=False)
+    junit.add_argument(parser)
     parser.set_defaults(handler=_sweep)
     return parser
 

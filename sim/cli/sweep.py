@@ -21,13 +21,19 @@ from rich.table import Column
 from rich.text import Text
 
 from platform_testbed.sim.checkload.budget import apply_check_limits
+from platform_testbed.sim.cli.compareopts import fail_on, failed_on
+from platform_testbed.sim.config.scenario import OUTCOMES
 from platform_testbed.sim.config.settings import BadInput, at_most, env_limit
 from platform_testbed.sim.runtime.outputs import check_image
+from platform_testbed.sim.show import junit
 from platform_testbed.sim.sweep.file import load_sweep
 from platform_testbed.sim.sweep.output import check_out_path, summarise, summary_table, write_rows
 from platform_testbed.sim.sweep.run import run_sweep
 
-EXIT_OK, EXIT_INTERRUPTED = 0, 130
+EXIT_OK, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 130
+#: Where the rows go when --out does not say: a folder of outputs, never the working folder
+#: itself (a sweep once rewrote a committed CSV at the top of the checkout in silence).
+DEFAULT_OUT_DIR = Path("out")
 #: The most local worker processes: each holds a simulator (tens of MB), and past a few per
 #: core they only contend. Raise it with TESTBED_MAX_WORKERS.
 MAX_WORKERS = 256
@@ -92,7 +98,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         at_most("--workers", args.workers, env_limit(WORKERS_ENV, MAX_WORKERS), WORKERS_ENV)
     if args.workers is not None and args.dask:
         raise BadInput("--workers and --dask: choose one (Dask decides its own workers)")
-    out = Path(args.out or f"{sweep.name}.csv")
+    gate = fail_on(args.fail_on, OUTCOMES)
+    args.junit = junit.checked(args)
+    out = Path(args.out) if args.out else DEFAULT_OUT_DIR / f"{sweep.name}.csv"
+    if not args.out and out.exists() and not args.force:
+        raise BadInput(f"--out: {out} exists (a previous sweep's rows): name another --out, "
+                       "or give --force to replace it")
+    if not args.out:
+        out.parent.mkdir(parents=True, exist_ok=True)
     check_out_path(out, args.force)
     if args.heatmap and len(sweep.axes) < 2:
         raise BadInput("--heatmap: the sweep needs two axes")
@@ -121,6 +134,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             progress=lambda units: progress.advance(task, units),
         )
     write_rows(out, sweep, result.rows, args.force)
+    names = tuple(dict.fromkeys(str(r["check"]) for r in result.rows))
+    junit.write(args.junit, [junit.sweep_suite(sweep.name, names, result.rows, sweep.keys, gate)])
     if args.heatmap:
         save_heatmap(result.rows, sweep, Path(args.heatmap), args.force)
     if result.interrupted:
@@ -137,4 +152,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                          separators=(",", ":")))
     else:
         print(summary_table(summary))
-    return EXIT_INTERRUPTED if result.interrupted else EXIT_OK
+    if result.interrupted:
+        return EXIT_INTERRUPTED
+    gated = failed_on({n: c.counts for n, c in summary.checks.items()}, gate)
+    for line in gated:
+        errors.print(line, highlight=False)
+    return EXIT_GATE if gated else EXIT_OK

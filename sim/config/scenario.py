@@ -34,6 +34,7 @@ __all__ = [
     "ReconcilerTable",
     "ReleaseTable",
     "RestartPolicy",
+    "RetryWindow",
     "Scenario",
     "TrafficTable",
     "apply_sets",
@@ -48,6 +49,7 @@ __all__ = [
 ]
 
 RestartPolicy = Literal["no", "always", "on-failure"]
+RetryWindow = Literal["fixed", "sliding"]
 BehaviorName = Literal[
     "healthy", "crash_after", "crash_on_boot", "crash_after_starts", "flaky", "slow_boot", "oom"
 ]
@@ -77,8 +79,16 @@ class PlatformTable(_Table):
     restart_policy: RestartPolicy = "on-failure"
     #: Same page: "up to max_retries (default 10) times within a 5-minute window".
     max_retries: int = Field(10, ge=0, le=1_000_000)
-    #: Same page (docs@aa73f3e4, 2026-07-06); 0 counts retries over the machine's whole life.
+    #: Same page (docs@aa73f3e4, 2026-07-06); 0 counts retries over a whole budget.
     retry_window_s: float = Field(300.0, ge=0, le=1e9, allow_inf_nan=False)
+    #: superfly/docs PR #1911 (merged 2026-07-06): "evaluated within a fixed 5-minute
+    #: window"; where a window opens is not public: assumed (``sim.platform.restarting``).
+    #: ``sliding``: the reading before the PR, a window trailing each exit.
+    retry_window: RetryWindow = "fixed"
+    #: edoardok-cmd/BoomCard@ec15ad8c (2026-08-20): machines that used up their restart
+    #: budget, woken by fly-proxy, exit 1 and are not restarted. Evidence thin (the
+    #: author's summary): true is the other reading, an autostart with a fresh budget.
+    autostart_refills_retries: bool = False
     #: Not public; with ``boot_s``, the 2 s exit -> started of the one public automatic
     #: restart (ateles, tests/data/fly/); the even split is assumed.
     restart_delay_s: float = Field(1.0, ge=0, le=1e6, allow_inf_nan=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import stat
 import tomllib
@@ -60,8 +61,23 @@ def set_key(merged: dict[str, Any], key: str, value: Any, where: str) -> None:
     target[field] = value
 
 
-def format_error(source: str, error: ValidationError) -> str:
-    """The first validation problem as one line naming the field and the rule."""
+def _near_miss(model: type[Any] | None, loc: Sequence[Any]) -> str:
+    """`` (did you mean X?)`` for an unknown key one edit or so from a field of its table, else ""."""
+    fields: Mapping[str, Any] = {}
+    for part in loc:
+        fields = getattr(model, "model_fields", {})
+        if part not in fields:
+            break
+        model = fields[part].annotation
+    near = difflib.get_close_matches(str(loc[-1]), list(fields), n=1) if loc else []
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
+def format_error(source: str, error: ValidationError, model: type[Any] | None = None) -> str:
+    """The first validation problem as one line naming the field and the rule.
+
+    With ``model``, an unknown key close to one of its table's fields names that field.
+    """
     errors = error.errors()
     # In a union (a sweep axis is a list, a range or a random draw) the first error is the
     # first branch's; a non-finite number is the one a person can act on.
@@ -69,7 +85,7 @@ def format_error(source: str, error: ValidationError) -> str:
     loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
     kind = first["type"]
     if kind == "extra_forbidden":
-        return f"{source}: {loc}: unknown field"
+        return f"{source}: {loc}: unknown field{_near_miss(model, first['loc'])}"
     if kind == "missing":
         return f"{source}: {loc}: required field is missing"
     got = first.get("input")
@@ -85,7 +101,7 @@ def validated(model: type[Model], raw: dict[str, Any], source: str) -> Model:
     try:
         return model.model_validate(raw)
     except ValidationError as error:
-        raise BadInput(format_error(source, error)) from None
+        raise BadInput(format_error(source, error, model)) from None
 
 
 def locate(

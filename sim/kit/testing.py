@@ -280,15 +280,9 @@ def history(machine_id: str, app: App, horizon_ms: int) -> MachineHistory:
     counters: list[tuple[int, int]] = []
 
     def counted(machine: Machine) -> None:
-        def record(_: object = None) -> None:
-            if not counters or counters[-1][1] != machine.restarts_total:
-                counters.append((_ms(env.now), machine.restarts_total))
-
-        record()
-        # The machine raises its counter right after the state change that announces a
-        # crash, in the same instant, with no callback of its own: read it again once
-        # the machine's process has yielded (a zero timeout runs after it, same time).
-        env.timeout(0).callbacks.append(record)
+        # The machine raises its counter before it tells of the exit that restarts it.
+        if not counters or counters[-1][1] != machine.restarts_total:
+            counters.append((_ms(env.now), machine.restarts_total))
 
     machine = Machine(env, machine_id, app.platform(), random.Random(0), trace=True,
                       on_state=counted)

@@ -1,16 +1,22 @@
-"""A Fly-style machine: one SimPy process per image it runs, writing its profile's events.
+"""A Fly-style machine: its life as SimPy events, writing its profile's events.
 
 A machine's life, in one place: it boots, reads ``started``, runs until its app exits
 (``sim.platform.behavior``), and the restart policy (``sim.platform.restarting``) decides
 whether flyd boots it again. Every change writes the events its profile (``sim.config.profiles``)
 declares for it into the capped event list.
+
+Every change of state happens at its time, in a callback the machine owns on the SimPy
+event that carries it (the boot's end, the app's exit, the restart), or in a call made to
+the machine (update, sleep, wake, destroy): nothing changes when the state is read, and
+anything can wait on a change (``Machine.next_change``). The life is callbacks on
+timeouts rather than a process: a process would add an initialisation event per start and
+an interruption per stop, and resume a generator at every step.
 """
 
 from __future__ import annotations
 
 import random
-from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +27,7 @@ from platform_testbed.sim.config.profiles import PROFILES, Spec
 from platform_testbed.sim.config.scenario import AppTable, PlatformTable
 from platform_testbed.sim.platform import behavior
 from platform_testbed.sim.platform.eventlog import EventLog, Record
-from platform_testbed.sim.platform.restarting import recent_restarts, restarts
+from platform_testbed.sim.platform.restarting import RestartBudget
 from platform_testbed.sim.platform.serving import Serving
 
 
@@ -33,7 +39,6 @@ class Image:
     app: AppTable
 
 
-_NEVER = float("inf")
 _snapshot = tuple.__new__
 
 
@@ -42,9 +47,10 @@ class Machine:
 
     # Slots: a world builds a Machine per machine per run, and its life reads these.
     __slots__ = (
-        "_boot", "_next_change", "_parked", "_process", "_restart_at", "_spare_draw", "_state",
-        "all_events", "crash_images", "crash_times", "env", "history", "id", "image", "log",
-        "on_state", "platform", "profile", "quiet_restarts", "restarts_total", "rng", "serving",
+        "_boot_base", "_budget", "_exit", "_next_change", "_pending", "_quiet", "_quiet_draw",
+        "_quiet_until", "_spare_draw", "_starts", "_state", "_steady", "all_events", "crash_images",
+        "crash_times", "env", "history", "id", "image", "log", "on_state", "platform", "profile",
+        "restarts_total", "rng", "serving",
     )
 
     def __init__(
@@ -57,7 +63,6 @@ class Machine:
         on_state: Callable[[Machine], None] | None = None,
         serving: Serving | None = None,
         trace: bool = False,
-        quiet_restarts: bool = False,
     ) -> None:
         self.env = env
         self.id = machine_id
@@ -68,12 +73,9 @@ class Machine:
         #: The app's count of started machines, kept current as this one enters and
         #: leaves started (fly-proxy's view; the site's).
         self.serving = serving
-        #: May a restart that writes no event be left untold (see ``_life``)? Only if
-        #: ``on_state`` does not need to hear of a restart's stopped -> starting.
-        self.quiet_restarts = quiet_restarts and not trace
         self._state = "created"
-        #: When a quiet restart turns stopped into starting (infinity: none pending).
-        self._restart_at = _NEVER
+        #: The event ``next_change`` hands out, succeeded at the next change of state.
+        self._next_change: simpy.Event | None = None
         self.image: Image | None = None
         self.log = EventLog(platform.event_log_cap)
         #: Every crash ever, uncapped: its time and the image ref that crashed; what the
@@ -85,41 +87,54 @@ class Machine:
         self.crash_images: list[str] = []
         #: The platform's monotonic restart counter (exposed only if the rules say so).
         self.restarts_total = 0
-        self._process: simpy.Process | None = None
-        #: The life waits on an event nobody will trigger (the app stays up).
-        self._parked = False
-        #: The boot of a life that stays up, run without a process (``launch(at_once)``).
-        self._boot: simpy.Timeout | None = None
-        #: A boot's jitter draw that no boot used (see ``_life``): the next boot takes it.
+        #: The life's next event: a timeout carrying ``_started``, ``_exited`` or
+        #: ``_restarted``. None when nothing is due: the app stays up, or the life ended.
+        self._pending: simpy.Timeout | None = None
+        #: The running image's boot time before jitter, and the exit every start ends in
+        #: when it is always the same (``behavior.steady_exit``: the crash loops).
+        self._boot_base = 0.0
+        self._steady: behavior.Exit | None = None
+        #: How the running start will end: (exit code, OOM-killed).
+        self._exit: tuple[int, bool] = (0, False)
+        #: Starts since the life began: an exit's ``restart_count`` is one less.
+        self._starts = 0
+        #: on-failure's restart budget (None under the other policies).
+        self._budget = self._new_budget()
+        #: ``always`` with a profile that writes nothing at a restart: nothing anyone can
+        #: see happens at the restart (a crashed machine already reads starting), so the
+        #: restart delay and the next boot are one timeout (one event fewer a crash in the
+        #: 1,000-machine benchmark). Its boot's jitter is drawn at the exit; stopped
+        #: before ``_quiet_until``, the boot never began and the next one takes the draw
+        #: (``_spare_draw``), as it would have drawn it itself.
+        self._quiet = platform.restart_policy == "always" and not self.profile.restart
+        self._quiet_until = 0.0
+        self._quiet_draw = 0.0
         self._spare_draw: float | None = None
         #: With ``trace``: every (time, state) change and every event, uncapped, for plots.
         self.history: list[tuple[float, str]] | None = [] if trace else None
         self.all_events: list[Event] | None = [] if trace else None
-        #: The event ``next_change`` handed out, succeeded at the next state change.
-        self._next_change: simpy.Event | None = None
 
     @property
     def state(self) -> str:
-        """The machine's state now (after a quiet restart's instant: starting)."""
-        if self._restart_at <= self.env.now:
-            self._restart_at = _NEVER
-            self._state = "starting"
+        """The machine's state now."""
         return self._state
+
+    def next_change(self) -> simpy.Event:
+        """An event that succeeds with the new state at the machine's next state change.
+
+        Every caller before that change gets the same event; it succeeds in the instant of
+        the change (a long poll such as the Machines API's ``/wait`` resumes then). Two
+        changes in one instant (an update's stop and start) succeed it with the first: a
+        waiter that must not miss one reads ``state`` when it resumes.
+        """
+        if self._next_change is None:
+            self._next_change = self.env.event()
+        return self._next_change
 
     @property
     def crashes(self) -> list[tuple[float, str]]:
         """Every crash ever, uncapped, as (time, image ref) pairs."""
         return list(zip(self.crash_times, self.crash_images, strict=True))
-
-    def next_change(self) -> simpy.Event:
-        """An event that succeeds with the new state at the machine's next state change.
-
-        Every caller before that change gets the same event. A quiet restart's stopped ->
-        starting (``quiet_restarts``) is no change here, as ``on_state`` is not told of it.
-        """
-        if self._next_change is None:
-            self._next_change = self.env.event()
-        return self._next_change
 
     def now_ms(self) -> int:
         """The platform clock in integer milliseconds."""
@@ -132,7 +147,7 @@ class Machine:
         # Python-level ``__new__``: every look builds one per machine.
         return _snapshot(MachineSnapshot, (
             self.id,
-            self.state,
+            self._state,
             image.ref if image is not None else "",
             self.log.newest_first(),
             self.now_ms() if at_ms is None else at_ms,
@@ -141,29 +156,23 @@ class Machine:
 
     # -- what the platform's users and fly-proxy do to a machine -------------------------
 
-    def launch(self, image: Image, *, at_once: bool = False) -> None:
-        """Create the machine with its first image and start it.
-
-        ``at_once``: the caller has already scheduled every event that came before the
-        life's first step in this instant, so an app that stays up may boot without a
-        process of its own (``_boot_and_stay``).
-        """
+    def launch(self, image: Image) -> None:
+        """Create the machine with its first image and start it."""
         self._write(self.profile.launch)
-        if at_once and behavior.stays_up(image.app):
-            self._boot_and_stay(image)
-        else:
-            self._begin(image)
+        self._begin(image)
 
     def update(self, image: Image, start: bool = True) -> None:
         """Replace the image in place: stop what runs (a requested stop), start the new one.
 
         ``start=False`` leaves a stopped machine stopped with the new image, as flyctl
-        does for a machine that was not running (``shouldSkipLaunch``).
+        does for a machine that was not running (``shouldSkipLaunch``). A new image gets a
+        new restart budget (not public: assumed).
         """
-        was_running = self.state not in ("created", "stopped", "destroyed")
+        was_running = self._state not in ("created", "stopped", "destroyed")
         self._write(self.profile.update)
         self._halt()
         self._write(self.profile.replaced)
+        self._budget = self._new_budget()
         if start or was_running:
             self._begin(image)
         else:
@@ -178,11 +187,15 @@ class Machine:
     def wake(self) -> None:
         """Autostart: fly-proxy starts the stopped machine for a request.
 
-        Only a machine at rest: one that flyd is about to restart is left to flyd.
+        Only a machine at rest: one that flyd is about to restart is left to flyd. The
+        restart budget stays as it was (``sim.platform.restarting``): a machine that gave
+        up and is woken is not restarted when it fails again, unless the platform's
+        ``autostart_refills_retries`` says an autostart refills it.
         """
-        resting = self._process is None or not self._process.is_alive
-        if self.state == "stopped" and self.image is not None and resting:
+        if self._state == "stopped" and self.image is not None and self._pending is None:
             self._write(self.profile.autostart)
+            if self.platform.autostart_refills_retries:
+                self._budget = self._new_budget()
             self._begin(self.image)
 
     def destroy(self) -> None:
@@ -190,60 +203,117 @@ class Machine:
         self._halt()
         self._change("destroyed", self.profile.destroy)
 
-    # -- the life ---------------------------------------------------------------------
+    # -- the life: each step a callback on the timeout that ends the one before ---------
+
+    def _new_budget(self) -> RestartBudget | None:
+        platform = self.platform
+        if platform.restart_policy != "on-failure":
+            return None
+        return RestartBudget(platform.max_retries, platform.retry_window_s, platform.retry_window)
 
     def _halt(self) -> None:
-        state = self.state  # a quiet restart that is due has happened...
-        self._restart_at = _NEVER  # ...one that is not never will
-        if self._boot is not None:  # a boot without a process: it never ends now
-            self._boot.callbacks.remove(self._booted)
-            self._boot = None
-        if self._process is not None and self._process.is_alive and not self._parked:
-            # A parked life never resumes: it is dropped instead of interrupted, which
-            # spares SimPy an Interruption event and a thrown exception per update of a
-            # healthy machine (every publish over a running previous release).
-            self._process.interrupt()
-        self._process = None
-        self._parked = False
-        if state in ("starting", "started"):
+        """End the life: its next step never comes; a running app stops on request."""
+        pending = self._pending
+        if pending is not None:
+            # Only this machine holds its timeouts: emptying the callbacks cancels the step.
+            pending.callbacks.clear()
+            self._pending = None
+            if self.env.now < self._quiet_until:
+                self._spare_draw = self._quiet_draw
+            self._quiet_until = 0.0
+        if self._state in ("starting", "started"):
             self._change("stopped", self.profile.stop, (0, False, True, False, 0))
 
     def _begin(self, image: Image) -> None:
+        """A new life on ``image``: the machine reads starting now, and its boot begins."""
         self.image = image
-        # The state changes now, not when the process first runs, so a look taken in the
-        # same instant never reads the old image's "started".
+        app = image.app
+        self._boot_base = behavior.boot_s(app, self.platform.boot_s)
+        self._steady = behavior.steady_exit(app)
+        self._starts = 0
         self._set_state("starting")
-        self._process = self.env.process(self._life(image))
-
-    def _boot_and_stay(self, image: Image) -> None:
-        """``_begin`` for an app that never exits: one timeout to the boot's end, no process.
-
-        The life's first step, done now: the same jitter draw (``_first_draw``) and boot
-        time. A process would do it one SimPy step later, so this is only for a caller that
-        scheduled everything the process's first step would have come after (``launch``).
-        Then the machine reads started and stays up, as a parked life does. Kept because a
-        benchmark needs it: without it the incident world (its previous release) measured
-        1.44-1.46x bare SimPy, with it 1.38-1.40x (``benchmarks/bench_core.py``, ~7 us a run).
-        """
-        self.image = image
-        self._set_state("starting")
-        jitter = self.platform.jitter
-        boot = behavior.boot_s(image.app, self.platform.boot_s)
-        self._boot = self.env.timeout(boot * (1.0 + (-jitter + 2 * jitter * self._first_draw())))
-        self._boot.callbacks.append(self._booted)
-
-    def _first_draw(self) -> float:
-        """The first boot's jitter draw: the one a stopped quiet restart left unused
-        (``_spare_draw``), else a new one."""
+        # The first boot's jitter draw: the one a stopped quiet restart left unused, else
+        # a new one.
         drawn, self._spare_draw = self._spare_draw, None
         if drawn is None:
             drawn = self.rng.random() if self.platform.jitter else 0.0
-        return drawn
+        self._boot(drawn)
 
-    def _booted(self, _event: simpy.Event) -> None:
-        self._boot = None
+    def _boot(self, drawn: float) -> None:
+        """Schedule the end of a boot whose jitter draw is ``drawn``."""
+        jitter = self.platform.jitter
+        pending = self.env.timeout(self._boot_base * (1.0 + (-jitter + 2 * jitter * drawn)))
+        pending.callbacks.append(self._started)
+        self._pending = pending
+
+    def _started(self, _event: simpy.Event) -> None:
+        """A boot ended: the machine reads started, and the app's exit (if any) is scheduled."""
+        self._pending = None
+        self._starts += 1
         self._change("started", self.profile.started)
-        self._parked = True
+        jitter = self.platform.jitter
+        steady = self._steady
+        if steady is not None:
+            # rng.uniform(-jitter, jitter) is ``a + (b - a) * random()``: the same draw and
+            # arithmetic inline, without a Python-level call per crash.
+            base, exit_code, oom_killed = steady
+            after = base * (1.0 + (-jitter + 2 * jitter * self.rng.random()))
+        else:
+            assert self.image is not None
+            ended = behavior.next_exit(self.image.app, self._starts, self.rng, jitter)
+            if ended is None:
+                return  # stays up until an update, sleep or destroy
+            after, exit_code, oom_killed = ended
+        self._exit = (exit_code, oom_killed)
+        pending = self.env.timeout(after)
+        pending.callbacks.append(self._exited)
+        self._pending = pending
+
+    def _exited(self, _event: simpy.Event) -> None:
+        """The app exited on its own: record it, write the exit, and restart if flyd does."""
+        self._pending = None
+        now = self.env.now
+        exit_code, oom_killed = self._exit
+        failed = exit_code != 0 or oom_killed
+        if failed:
+            assert self.image is not None
+            self.crash_times.append(now)
+            self.crash_images.append(self.image.ref)
+        platform = self.platform
+        policy = platform.restart_policy
+        budget = self._budget
+        restarting = policy == "always" or (failed and budget is not None and budget.restart(now))
+        if restarting:
+            # Before the change: whoever hears of the exit reads the counter that includes it.
+            self.restarts_total += 1
+        # superfly/docs restart-policy: ``always`` never lets the machine enter stopped.
+        self._change(
+            "starting" if policy == "always" else "stopped",
+            self.profile.crash,
+            (exit_code, oom_killed, False, restarting, self._starts - 1),
+        )
+        if not restarting:
+            return  # gave up (or policy no, or a clean exit): stays stopped
+        delay, jitter = platform.restart_delay_s, platform.jitter
+        if self._quiet:
+            drawn = self.rng.random() if jitter else 0.0
+            restart_at = now + delay
+            self._quiet_until, self._quiet_draw = restart_at, drawn
+            booting = self._boot_base * (1.0 + (-jitter + 2 * jitter * drawn))
+            # The boot ends at the float instant a separate restart event would give
+            # (``restart_at + booting``), not at ``now + (delay + booting)``.
+            pending = self.env.timeout(restart_at + booting - now)
+            pending.callbacks.append(self._started)
+        else:
+            pending = self.env.timeout(delay)
+            pending.callbacks.append(self._restarted)
+        self._pending = pending
+
+    def _restarted(self, _event: simpy.Event) -> None:
+        """The restart delay ended: flyd starts the machine again."""
+        self._pending = None
+        self._change("starting", self.profile.restart)
+        self._boot(self.rng.random() if self.platform.jitter else 0.0)
 
     def _set_state(self, state: str) -> None:
         self._change(state, ())
@@ -280,7 +350,6 @@ class Machine:
             return
         was = self._state
         self._state = state
-        self._restart_at = _NEVER  # a change ends any quiet restart (the life's next one)
         serving = self.serving
         if serving is not None:
             up = state == "started"
@@ -296,106 +365,3 @@ class Machine:
             waiting.succeed(state)
         if self.on_state is not None:
             self.on_state(self)
-
-    def _exited(
-        self,
-        now: float,
-        ref: str,
-        exit_code: int,
-        oom_killed: bool,
-        *,
-        restart_count: int,
-        restarted: deque[float] | None,
-    ) -> bool:
-        """The app exited on its own: record it, write the exit; does flyd restart it?
-
-        ``restarted``: the times of earlier restarts, kept only under on-failure.
-        """
-        if exit_code != 0 or oom_killed:
-            self.crash_times.append(now)
-            self.crash_images.append(ref)
-        platform = self.platform
-        policy = platform.restart_policy
-        recent = 0 if restarted is None else recent_restarts(restarted, now, platform.retry_window_s)
-        restarting = restarts(policy, exit_code, oom_killed, recent, platform.max_retries)
-        # superfly/docs restart-policy: ``always`` never lets the machine enter stopped.
-        self._change(
-            "starting" if policy == "always" else "stopped",
-            self.profile.crash,
-            (exit_code, oom_killed, False, restarting, restart_count),
-        )
-        if restarting:
-            if restarted is not None:
-                restarted.append(now)
-            self.restarts_total += 1
-        return restarting
-
-    def _life(self, image: Image) -> Generator[simpy.Event, Any, None]:
-        """The machine running ``image``: boot, run, exit, and restart while flyd does."""
-        env, platform, profile, change = self.env, self.platform, self.profile, self._change
-        app, ref, rng, jitter = image.app, image.ref, self.rng, platform.jitter
-        # rng.uniform(-jitter, jitter) is ``a + (b - a) * random()``: the same draw and
-        # arithmetic inline, without a Python-level call per draw (two a cycle).
-        random, low, span = rng.random, -jitter, 2 * jitter
-        boot = behavior.boot_s(app, platform.boot_s)
-        delay, policy = platform.restart_delay_s, platform.restart_policy
-        started_events = profile.started
-        # Only on-failure counts restarts: those within its window (0: the whole life).
-        counted: deque[float] | None = deque() if policy == "on-failure" else None
-        # A restart that writes no event need not be a SimPy event: the restart delay and
-        # the next boot are then one wait (one event and one transition fewer a crash;
-        # measured: incident world 222 -> 197 us). Under ``always`` nothing changes at
-        # the restart (a crashed machine already reads starting). Otherwise the machine
-        # reads stopped until ``_restart_at`` and starting after it (``state``), and
-        # ``on_state`` is not told: only with ``quiet_restarts`` (no trace, and a
-        # listener that ignores stopped -> starting). The jitter of that boot is drawn
-        # at the crash, not after the delay (the same draw: the machine's stream has no
-        # other reader); see ``_spare_draw``.
-        quiet_restart = not profile.restart and (policy == "always" or self.quiet_restarts)
-        # A crash loop (the same exit every start) draws its jitter here; other
-        # behaviours ask ``next_exit`` per start.
-        steady = behavior.steady_exit(app)
-        base, exit_code, oom_killed = steady if steady is not None else (0.0, 0, False)
-        starts, restart_at = 0, -1.0  # restart_at: when a quiet restart's delay ends
-        drawn = self._first_draw()
-        try:
-            while True:
-                booting = boot * (1.0 + (low + span * drawn))
-                if restart_at < 0:
-                    yield env.timeout(booting)
-                else:
-                    # The boot ends at the float instant a separate restart event would
-                    # give (``restart_at + booting``), not at ``now + (delay + booting)``.
-                    yield env.timeout(restart_at + booting - env.now)
-                starts += 1
-                change("started", started_events)
-                if steady is not None:
-                    after = base * (1.0 + (low + span * random()))
-                else:
-                    ended = behavior.next_exit(app, starts, rng, jitter)
-                    if ended is None:
-                        self._parked = True
-                        yield env.event()  # stays up until an update, sleep or destroy
-                        return
-                    after, exit_code, oom_killed = ended
-                yield env.timeout(after)
-                now = env.now
-                restarting = self._exited(
-                    now, ref, exit_code, oom_killed, restart_count=starts - 1, restarted=counted
-                )
-                if not restarting:
-                    return  # gave up (or policy no, or a clean exit): stays stopped
-                if quiet_restart:
-                    restart_at = now + delay
-                    if policy != "always":
-                        self._restart_at = restart_at
-                else:
-                    yield env.timeout(delay)
-                    change("starting", profile.restart)
-                drawn = random() if jitter else 0.0
-        except simpy.Interrupt:
-            if jitter and env.now < restart_at:
-                # Stopped inside a quiet restart's delay: the boot drawn for never began.
-                # The next boot takes the draw, as it would have made it itself.
-                self._spare_draw = drawn
-            return

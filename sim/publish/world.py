@@ -5,6 +5,7 @@ Inputs: the scenario (frozen) and a seed; state: ``_World`` while SimPy runs; ou
 
 from __future__ import annotations
 
+import heapq
 import random
 import traceback
 from collections.abc import Generator, Sequence
@@ -19,7 +20,7 @@ from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.platform.machine import Image, Machine
 from platform_testbed.sim.publish.gcpause import gc_paused
 from platform_testbed.sim.publish.runresult import MachineTrace, RecordedLook, RunResult, Trace
-from platform_testbed.sim.publish.site import DOWN_STATES, Site
+from platform_testbed.sim.publish.site import DOWN_STATES, Site, SiteTally
 
 # The result types live in ``sim.publish.runresult``; importable from here as before.
 __all__ = [
@@ -93,7 +94,7 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> _World:
     width = len(str(scenario.release.machines))
     machines = [
         Machine(env, f"m{i:0{width}d}", scenario.platform, rng, serving=site,
-                trace=trace, quiet_restarts=True)
+                trace=trace)
         for i, rng in enumerate(machine_rngs, start=1)
     ]
     world = _World(scenario, seed, env, machines, site, traffic_seed, proxy_seed, previous, release)
@@ -168,16 +169,15 @@ def _start(world: _World, check: Check | None) -> None:
         env.process(_publish(world, check, launch_previous=True))
 
 
-def _publish(
-    world: _World, check: Check | None, launch_previous: bool = False
-) -> Generator[Any, Any, None]:
+def _roll(world: _World, launch_previous: bool) -> Generator[Any, Any, None]:
+    """The publish up to its check: wait for ``publish.at_s``, roll the release out."""
     env = world.env
     publish = env.timeout(world.publish_at_s)
     if launch_previous and world.previous is not None:
         # After the publish's timeout, as the previous release's own process did: its
-        # machines' boots come after it in the same instant (``launch``'s at_once).
+        # machines' boots come after it in the same instant.
         for machine in world.machines:
-            machine.launch(world.previous, at_once=True)
+            machine.launch(world.previous)
     yield publish
     start_stopped = world.scenario.publish.start_stopped
     for machine in world.machines:
@@ -187,6 +187,13 @@ def _publish(
             machine.update(world.release, start=start_stopped)
     if world.scenario.traffic.autostart and any(m.state == "stopped" for m in world.machines):
         _on_stopped(world)  # a machine left asleep is woken by the next request
+
+
+def _publish(
+    world: _World, check: Check | None, launch_previous: bool = False
+) -> Generator[Any, Any, None]:
+    env = world.env
+    yield from _roll(world, launch_previous)
     if check is None:
         return
     steps = drive(check, world.scenario.publish_started_ms)
@@ -208,12 +215,18 @@ def _publish(
         return
     world.verdict = verdict
     world.decided_at_s = env.now - world.publish_at_s
+    _act(world, verdict, getattr(check, "rolls_back", True))
+
+
+def _act(world: _World, verdict: Verdict, rolls_back: bool) -> None:
+    """What the publish does with a verdict: mark the release live, or fail it."""
+    env = world.env
     if verdict.ok:
         world.site.set_live("release")
         env.process(_reconciler(world))
         return
     world.proved_bad = release_crashes(world)
-    if not getattr(check, "rolls_back", True):
+    if not rolls_back:
         # The deploy tool stops and leaves the machines as they are (flyctl's rolling
         # strategy): they keep serving whatever they run.
         world.rollback = "none"
@@ -357,10 +370,206 @@ def run(
 def run_checks(scenario: Scenario, seed: int, checks: Sequence[Check]) -> list[RunResult]:
     """Every check in the same world (same seed), judged against one ground truth.
 
-    The same results as ``run`` for each check; the oracle runs at most once, and only
-    when no check's run proved the release bad by itself.
+    The same results as ``run`` for each check, byte for byte, from fewer simulations:
+    the checks ride one world side by side until one decides (``_Shared``); those that
+    decide the same thing in the same step share the rest of it, the others ride a new
+    world of the same seed that replays what they asked so far. The oracle runs at most
+    once, and only when no world proved the release bad by itself.
     """
     with gc_paused():
-        worlds = [_simulate(scenario, seed, check, trace=False) for check in checks]
-        bad = any(w.proved_bad for w in worlds) or ground_truth(scenario, seed)
-        return [_result(w, c, bad, trace=False) for w, c in zip(worlds, checks, strict=True)]
+        riders = [_Rider(check, drive(check, scenario.publish_started_ms)) for check in checks]
+        worlds: list[_Shared] = []
+        waiting = riders
+        while waiting:
+            shared = _Shared(build(scenario, seed), waiting)
+            shared.run()
+            worlds.append(shared)
+            waiting = shared.away
+        bad = any(w.world.proved_bad for w in worlds) or ground_truth(scenario, seed)
+        results: dict[int, RunResult] = {}
+        for shared in worlds:
+            tally = shared.world.site.tally(shared.world.publish_at_s, scenario.horizon_s,
+                                            scenario.traffic.rps, shared.world.traffic_seed)
+            for rider in shared.members:
+                results[id(rider)] = rider.result(shared.world, tally, seed, bad)
+        return [results[id(rider)] for rider in riders]
+
+
+@dataclass(eq=False)
+class _Rider:
+    """One check across the shared worlds of a seed: what it asked, saw and decided.
+
+    ``waits[i]`` is the check's answer before look ``i``; while it still rides,
+    ``len(waits) == len(looks) + 1``; once ``done``, ``len(waits) == len(looks)``.
+    """
+
+    check: Check
+    steps: Generator[float, Look, Verdict]
+    waits: list[float] = field(default_factory=list)
+    looks: list[RecordedLook] = field(default_factory=list)
+    done: bool = False
+    verdict: Verdict | None = None
+    decided_at: float = 0.0  # simulated seconds (env.now) when it decided
+    error: str | None = None
+    error_detail: str | None = None
+    #: What its verdict makes the publish do: (ok, rolls back); None without a verdict.
+    action: tuple[bool, bool] | None = None
+
+    def reply(self, world: _World, k: int) -> float | None:
+        """The check's answer after look ``k`` (-1: before the first): a wait, or None once it
+        has decided. Recorded in an earlier world if it was asked there, else asked now."""
+        if k + 1 < len(self.waits):
+            return self.waits[k + 1]
+        if self.done:
+            return None
+        try:
+            if k < 0:
+                wait = next(self.steps)
+            else:
+                recorded = _look(world)
+                self.looks.append(recorded)
+                wait = self.steps.send(recorded.look)
+        except StopIteration as finished:
+            self.verdict = finished.value
+            self.decided_at = world.env.now
+            self.done = True
+            self.action = (self.verdict.ok, bool(getattr(self.check, "rolls_back", True)))
+            return None
+        except CheckFailed as failed:
+            self.error = str(failed)
+            cause = failed.__cause__
+            if cause is not None:
+                self.error_detail = "".join(traceback.format_exception(cause))
+            self.done = True
+            return None
+        self.waits.append(wait)
+        return wait
+
+    def result(self, world: _World, tally: SiteTally, seed: int, bad: bool) -> RunResult:
+        """Its result in ``world``, the world whose rest it shares (as ``_result`` gives it)."""
+        return RunResult(
+            check=check_name(self.check),
+            seed=seed,
+            verdict=self.verdict,
+            decided_at_s=None if self.verdict is None else self.decided_at - world.publish_at_s,
+            rollback=world.rollback,
+            late_failure_at_s=world.late_failure_at_s,
+            site=tally,
+            looks=tuple(self.looks),
+            bad=bad,
+            error=self.error,
+            error_detail=self.error_detail,
+            trace=None,
+        )
+
+
+class _Shared:
+    """One world that several checks ride, until one decides.
+
+    Why it gives each check its own world's result: a look reads the machines and
+    changes nothing, and SimPy orders simultaneous events by when they were scheduled,
+    so the events one check adds never reorder another's against the world's. Until a
+    verdict acts, each rider sees exactly what it would alone. The first verdict acts
+    here; riders whose next look is the very next event of the same instant (nothing of
+    the world between) look now, before it acts, and those that decide the same thing
+    (pass, or fail with the same rollback) share this world's rest. Every other rider
+    goes ``away`` to a new world, which replays its recorded waits (same events, same
+    order) without asking the check again, and goes on from there.
+    """
+
+    def __init__(self, world: _World, riders: Sequence[_Rider]) -> None:
+        world.stop_when_settled = True
+        self.world = world
+        self.riders = list(riders)
+        self.members: list[_Rider] = []  # whose result this world gives
+        self.away: list[_Rider] = []
+        self._gone: set[int] = set()  # ids of riders away from this world
+        self._acting: tuple[bool, bool] | None = None  # the action being taken now
+        #: Each pending look's timeout: the rider and the look it leads to.
+        self._pending: dict[int, tuple[simpy.Timeout, _Rider, int]] = {}
+
+    def run(self) -> None:
+        """Simulate to the horizon (or until settled); say who shares this world's result."""
+        world = self.world
+        before = world.scenario.previous
+        env = world.env
+        if before is not None and before.asleep:
+            env.process(_previous_release(world))
+            env.process(self._publish(launch_previous=False))
+        else:
+            env.process(self._publish(launch_previous=True))
+        env.run(until=world.scenario.horizon_s)
+        if not world.diverged:
+            world.proved_bad = release_crashes(world)
+        if self._acting is None:  # nothing acted: every rider still here shares it
+            self.members = [r for r in self.riders if id(r) not in self._gone]
+        self.away.sort(key=self.riders.index)
+
+    def _publish(self, launch_previous: bool) -> Generator[Any, Any, None]:
+        # The same steps as ``_publish``: the roll, then each check's first answer in the
+        # same step, in check order.
+        yield from _roll(self.world, launch_previous)
+        for rider in self.riders:
+            if id(rider) not in self._gone:
+                self._at(rider, -1)
+
+    def _at(self, rider: _Rider, k: int) -> None:
+        """Look ``k`` is due (-1: the publish step): look, and wait or decide."""
+        while True:
+            wait = rider.reply(self.world, k)
+            if wait is None:
+                self._decided(rider)
+                return
+            k += 1
+            if wait:
+                if self._acting is not None:  # looked before a verdict acts: it rides on elsewhere
+                    self._leave(rider)
+                    return
+                timeout = self.world.env.timeout(wait)
+                timeout.callbacks.append(self._due)
+                self._pending[id(timeout)] = (timeout, rider, k)
+                return
+
+    def _due(self, event: simpy.events.Event) -> None:
+        _, rider, k = self._pending.pop(id(event))
+        if id(rider) not in self._gone:
+            self._at(rider, k)
+
+    def _leave(self, rider: _Rider) -> None:
+        if id(rider) not in self._gone:
+            self._gone.add(id(rider))
+            self.away.append(rider)
+
+    def _decided(self, rider: _Rider) -> None:
+        if self._acting is not None:  # deciding in the step of another's verdict
+            if rider.action == self._acting:
+                self.members.append(rider)
+                self._gone.add(id(rider))  # decided here: no more looks in this world
+            else:
+                self._leave(rider)
+            return
+        if rider.action is None:  # an error (or no verdict): the world goes on as without it
+            return
+        self._acting = rider.action
+        self.members = [rider]
+        self._gone.add(id(rider))
+        self._same_step()
+        # Everyone else needs a world where this verdict did not act.
+        for other in self.riders:
+            if other not in self.members:
+                self._leave(other)
+        assert rider.verdict is not None
+        _act(self.world, rider.verdict, rider.action[1])
+
+    def _same_step(self) -> None:
+        """Let riders whose look is the very next event, in this instant, look now."""
+        env = self.world.env
+        # SimPy's queue is a heap of (time, priority, id, event); its front is what
+        # ``env.step`` runs next. Private to SimPy (4.x): only our own look timeouts are
+        # taken off it, and only when they are next (tests/test_shared_worlds.py).
+        queue = env._queue
+        while queue and queue[0][0] == env.now and id(queue[0][3]) in self._pending:
+            event = heapq.heappop(queue)[3]
+            _, other, k = self._pending.pop(id(event))
+            if id(other) not in self._gone:
+                self._at(other, k)

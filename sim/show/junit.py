@@ -1,8 +1,10 @@
 """JUnit XML reports (``--junit FILE``), so CI systems show checks' results natively.
 
 One ``testsuite`` per scenario or recording, one ``testcase`` per check in it, one
-``failure`` per unmet expectation (a scenario's ``[expect]`` entry for the check, or a
-``replay --expect``), with the seeds where it failed in its text. The shape is the one CI
+``failure`` per wrong verdict (an unmet expectation: a scenario's ``[expect]`` entry, a
+``compare --expect`` or a ``replay --expect``; or an outcome named by ``--fail-on``), with the
+seeds where it failed in its text, and one ``error`` with the reason where the check gave no
+verdict at all (outcome ``error``: it raised, timed out or answered nonsense). The shape is the one CI
 tools read (Jenkins' and GitLab's JUnit XSD, which pytest also writes): ``testsuites`` >
 ``testsuite`` with ``tests``/``failures``/``errors``/``skipped`` counts > ``testcase`` with
 ``classname`` and ``name`` > ``failure`` with ``message``. Nothing here times anything: the report of the same
@@ -15,16 +17,21 @@ import argparse
 import contextlib
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from platform_testbed.sim.runtime.outputs import check_output, write_atomic
 
 if TYPE_CHECKING:
     from platform_testbed.sim.publish.compare import Comparison
     from platform_testbed.sim.publish.recording import ReplayRow
+
+
+#: A sweep case lists at most this many worlds under its failure or error (the rows file has
+#: them all): a CI page of 6,000 lines says no more than its first fifty.
+LISTED_WORLDS = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +46,10 @@ class Case:
     detail: str = ""
     #: What the check concluded, for the CI page (``system-out``).
     output: str = ""
+    #: Why the check gave no verdict (its first ``error`` run's reason), or None.
+    error: str | None = None
+    #: The error's detail (every seed that errored, with its reason).
+    error_detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,23 +101,40 @@ def checked(args: argparse.Namespace) -> Path | None:
     return check_output("--junit", path, bool(getattr(args, "force", False)))
 
 
-def compare_suite(result: Comparison, command: str = "compare") -> Suite:
-    """One case per check of a comparison; a failure where the scenario's [expect] did not hold."""
+def compare_suite(result: Comparison, command: str = "compare",
+                  fail_on: frozenset[str] = frozenset()) -> Suite:
+    """One case per check of a comparison: a failure where an expectation did not hold (or an
+    outcome in ``fail_on`` happened), an error with its reason where the check gave no verdict."""
+    from platform_testbed.sim.publish.compare import reason  # noqa: PLC0415 -- the model loads with a run
+
     cases = []
     for check in result.checks:
         misses = [m for m in result.expectations_failed if m.check == check]
         runs = result.results_of(check)
         failure = None
+        lines = [f"seed {m.seed}: expected {m.expected}, got {m.outcome}" for m in misses]
         if misses:
             got = Counter(m.outcome for m in misses)
             failure = (f"expected {misses[0].expected}, got "
                        f"{', '.join(f'{o} {n}' for o, n in sorted(got.items()))} "
                        f"in {len(misses)} of {len(runs)} seed(s)")
-        lines = [f"seed {r.seed}: {r.outcome}" + (f" ({r.verdict.reason})" if r.verdict else "")
-                 for r in runs]
-        detail = "\n".join(f"seed {m.seed}: expected {m.expected}, got {m.outcome}" for m in misses)
-        cases.append(Case(f"testbed.{command}.{result.scenario}", check, failure, detail,
-                          "\n".join(lines)))
+        # --fail-on: outcomes that fail the gate whatever was expected (error is an <error>).
+        hit = [r for r in runs if r.outcome in fail_on and r.outcome != "error"]
+        if hit:
+            got = Counter(r.outcome for r in hit)
+            said = f"{', '.join(f'{o} {n}' for o, n in sorted(got.items()))} in {len(hit)} of " \
+                f"{len(runs)} seed(s) (--fail-on)"
+            failure = said if failure is None else f"{failure}; {said}"
+            lines += [f"seed {r.seed}: {r.outcome} ({reason(r)})" for r in hit]
+        errored = [r for r in runs if r.outcome == "error"]
+        error = f"{reason(errored[0]) or 'no reason given'} (seed {errored[0].seed}" + (
+            f"; {len(errored)} of {len(runs)} seeds errored)" if len(errored) > 1 else ")"
+        ) if errored else None
+        output = [f"seed {r.seed}: {r.outcome}" + (f" ({reason(r)})" if reason(r) else "")
+                  for r in runs]
+        cases.append(Case(f"testbed.{command}.{result.scenario}", check, failure, "\n".join(lines),
+                          "\n".join(output), error,
+                          "\n".join(f"seed {r.seed}: {reason(r)}" for r in errored)))
     return Suite(result.scenario, tuple(cases))
 
 
@@ -124,23 +152,27 @@ def replay_suite(recording: str, rows: Sequence[ReplayRow], failures: Sequence[s
 def document(suites: Sequence[Suite], name: str = "testbed") -> ET.Element:
     """The ``testsuites`` element; every count is the number of its children's elements."""
     root = ET.Element("testsuites", name=name)
-    totals = {"tests": 0, "failures": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0}
     for suite in suites:
         failures = sum(c.failure is not None for c in suite.cases)
+        errors = sum(c.error is not None for c in suite.cases)
         node = ET.SubElement(root, "testsuite", name=suite.name, tests=str(len(suite.cases)),
-                             failures=str(failures), errors="0", skipped="0")
+                             failures=str(failures), errors=str(errors), skipped="0")
         for case in suite.cases:
             element = ET.SubElement(node, "testcase", classname=case.classname, name=case.name)
             if case.failure is not None:
                 failure = ET.SubElement(element, "failure", message=case.failure, type="expectation")
                 failure.text = case.detail or case.failure
+            if case.error is not None:
+                error = ET.SubElement(element, "error", message=case.error, type="no-verdict")
+                error.text = case.error_detail or case.error
             if case.output:
                 ET.SubElement(element, "system-out").text = case.output
         totals["tests"] += len(suite.cases)
         totals["failures"] += failures
-    root.set("tests", str(totals["tests"]))
-    root.set("failures", str(totals["failures"]))
-    root.set("errors", "0")
+        totals["errors"] += errors
+    for key, value in totals.items():
+        root.set(key, str(value))
     return root
 
 
@@ -157,3 +189,41 @@ def write(path: Path | None, suites: Sequence[Suite]) -> None:
 
     # Through sim.runtime.outputs: the umask's permissions, and a Ctrl-C mid-write keeps the file whole.
     write_atomic(path, put, newline="")
+
+
+def sweep_suite(name: str, checks: Sequence[str], rows: Sequence[Mapping[str, Any]],
+                keys: Sequence[str], fail_on: frozenset[str] = frozenset()) -> Suite:
+    """One case per check of a sweep: a failure listing the worlds that ended in a ``fail_on``
+    outcome, an error with the first world's reason where the check gave no verdict."""
+
+    def where(row: Mapping[str, Any]) -> str:
+        at = ", ".join(f"{k}={row[k]}" for k in keys)
+        return f"point {row['point']} ({at}) seed {row['seed']}"
+
+    def why(row: Mapping[str, Any]) -> str:
+        # Rows keep the verdict, not its reason (sweep rows stay small); an error keeps its text.
+        return str(row.get("error") or f"verdict {row.get('verdict') or 'none'}")
+
+    def listed(lines: list[str]) -> str:
+        more = len(lines) - LISTED_WORLDS
+        return "\n".join(lines[:LISTED_WORLDS] + ([f"... and {more} more"] if more > 0 else []))
+
+    cases = []
+    for check in checks:
+        mine = [r for r in rows if r["check"] == check]
+        counts = Counter(str(r["outcome"]) for r in mine)
+        hit = [r for r in mine if r["outcome"] in fail_on and r["outcome"] != "error"]
+        failure = None
+        if hit:
+            got = Counter(str(r["outcome"]) for r in hit)
+            failure = (f"{', '.join(f'{o} {n}' for o, n in sorted(got.items()))} in {len(hit)} of "
+                       f"{len(mine)} world(s) (--fail-on)")
+        errored = [r for r in mine if r["outcome"] == "error"]
+        error = f"{why(errored[0])} ({where(errored[0])}; {len(errored)} of {len(mine)} world(s))" \
+            if errored else None
+        cases.append(Case(
+            f"testbed.sweep.{name}", check, failure,
+            listed([f"{where(r)}: {r['outcome']} ({why(r)})" for r in hit]),
+            ", ".join(f"{o} {n}" for o, n in sorted(counts.items())), error,
+            listed([f"{where(r)}: {why(r)}" for r in errored])))
+    return Suite(name, tuple(cases))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import statistics
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -14,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Any
 from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.publish.compare import SCHEMA_VERSION, OutcomeCounts
 from platform_testbed.sim.runtime.frames import FLOAT, INT, TEXT, frame
-from platform_testbed.sim.runtime.outputs import check_output, write_atomic
+from platform_testbed.sim.runtime.outputs import check_output, replacing, write_atomic
 from platform_testbed.sim.show.table import Table, fit, width, wrap
 from platform_testbed.sim.sweep.file import Sweep
 from platform_testbed.sim.sweep.units import Row, check_names, columns
@@ -129,6 +131,13 @@ class SweepResult:
     per_task: int = 0
     #: Set by ``run_sweep`` once the rows are in.
     summary: SweepSummary | None = None
+    #: Rows handed to ``run_sweep``'s ``sink`` (then ``rows`` holds none of them).
+    rows_streamed: int = 0
+
+    @property
+    def row_count(self) -> int:
+        """Every row the sweep gave, kept or streamed."""
+        return len(self.rows) + self.rows_streamed
 
     @property
     def complete(self) -> bool:
@@ -137,30 +146,56 @@ class SweepResult:
 
 
 
+class Tally:
+    """The summary's figures, gathered as rows go by: no row is kept.
+
+    Per check, its outcome counts and its decision times (8 bytes each, for the exact
+    median): a sweep of a million worlds holds 16 MB of them, not its rows.
+    """
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.counts = dict.fromkeys(names, OutcomeCounts())
+        self.decided: dict[str, array[float]] = {name: array("d") for name in names}
+        self.rows = 0
+
+    def add(self, rows: Iterable[Row]) -> None:
+        """Count these rows (rows of a check the sweep does not name are not counted)."""
+        for row in rows:
+            self.rows += 1
+            name = row["check"]
+            if name not in self.counts:
+                continue
+            self.counts[name] = self.counts[name].plus(row["outcome"])
+            if row["decided_at_s"] is not None:
+                self.decided[name].append(row["decided_at_s"])
+
+    def summary(self, result: SweepResult) -> SweepSummary:
+        """The summary of ``result``'s sweep, from what was counted."""
+        sweep = result.sweep
+        checks: dict[str, CheckSummary] = {}
+        for name, counts in self.counts.items():
+            decided = self.decided[name]
+            median = round(statistics.median(decided), 3) if decided else None
+            checks[name] = CheckSummary(counts.total, counts, median)
+        return SweepSummary(
+            sweep=sweep.name,
+            scenario=sweep.scenario_name,
+            axes=tuple((key, len(values)) for key, values in sweep.axes),
+            points=sweep.points,
+            seeds=len(sweep.seeds),
+            units=sweep.units,
+            units_done=result.units_done,
+            complete=result.complete,
+            interrupted=result.interrupted,
+            checks=MappingProxyType(checks),
+        )
+
+
 def summarise(result: SweepResult) -> SweepSummary:
     """Per check (by the name its rows carry): outcome counts, rates, median decision time."""
-    sweep = result.sweep
-    checks: dict[str, CheckSummary] = {}
-    for name in check_names(sweep):
-        mine = [r for r in result.rows if r["check"] == name]
-        counts = OutcomeCounts()
-        for row in mine:
-            counts = counts.plus(row["outcome"])
-        decided = [r["decided_at_s"] for r in mine if r["decided_at_s"] is not None]
-        median = round(statistics.median(decided), 3) if decided else None
-        checks[name] = CheckSummary(len(mine), counts, median)
-    return SweepSummary(
-        sweep=sweep.name,
-        scenario=sweep.scenario_name,
-        axes=tuple((key, len(values)) for key, values in sweep.axes),
-        points=sweep.points,
-        seeds=len(sweep.seeds),
-        units=sweep.units,
-        units_done=result.units_done,
-        complete=result.complete,
-        interrupted=result.interrupted,
-        checks=MappingProxyType(checks),
-    )
+    tally = Tally(check_names(result.sweep))
+    tally.add(result.rows)
+    return tally.summary(result)
 
 
 def summary_table(summary: SweepSummary, at: int | None = None) -> str:
@@ -208,21 +243,42 @@ def write_rows(path: Path, sweep: Sweep, rows: Sequence[Row], force: bool = Fals
     The rows go to a temporary file in the same directory, which then replaces ``path``
     in one step: a reader never sees half a file, and an old file survives a failure.
     """
-    suffix = path.suffix.lower()
     target = check_out_path(path, force)
 
     def write(handle: IO[str]) -> None:
-        if suffix == ".csv":
-            writer = csv.writer(handle, lineterminator="\n")
-            names = columns(sweep)
-            writer.writerow(names)
-            for row in rows:
-                writer.writerow([_csv_cell(row.get(name)) for name in names])
-        else:
-            for row in rows:
-                handle.write(json.dumps(row, separators=(",", ":")) + "\n")
+        _row_writer(path, sweep, handle)(rows)
 
     write_atomic(target, write, newline="")
+
+
+def _row_writer(path: Path, sweep: Sweep, handle: IO[str]) -> Callable[[Iterable[Row]], None]:
+    """A function that writes rows to ``handle`` in ``path``'s format (CSV: header first)."""
+    if path.suffix.lower() == ".csv":
+        writer = csv.writer(handle, lineterminator="\n")
+        names = columns(sweep)
+        writer.writerow(names)
+
+        def csv_rows(rows: Iterable[Row]) -> None:
+            writer.writerows([_csv_cell(row.get(name)) for name in names] for row in rows)
+        return csv_rows
+
+    def json_rows(rows: Iterable[Row]) -> None:
+        handle.writelines(json.dumps(row, separators=(",", ":")) + "\n" for row in rows)
+    return json_rows
+
+
+@contextlib.contextmanager
+def streaming_rows(
+    path: Path, sweep: Sweep, force: bool = False
+) -> Iterator[Callable[[Iterable[Row]], None]]:
+    """A sink for rows in order, written as they come; the file appears whole when the
+    block ends well, and not at all otherwise (``sim.runtime.outputs.replacing``).
+
+    The same bytes as ``write_rows`` given every row at once.
+    """
+    target = check_out_path(path, force)
+    with replacing(target, newline="") as handle:
+        yield _row_writer(path, sweep, handle)
 
 
 def read_rows(path: Path) -> list[Row]:

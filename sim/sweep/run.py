@@ -13,13 +13,17 @@ import signal
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
 from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.runtime.signals import Readable, die_with
 from platform_testbed.sim.sweep.file import Sweep
-from platform_testbed.sim.sweep.output import SweepResult, summarise
-from platform_testbed.sim.sweep.units import Progress, Row, run_units
+from platform_testbed.sim.sweep.output import SweepResult, Tally
+from platform_testbed.sim.sweep.units import Progress, Row, check_names, run_units
+
+#: Where ``run_sweep`` hands rows on, in unit order, as they come.
+Sink = Callable[[list[Row]], None]
 
 # A task should carry at least this much work, so a pool's per-task cost stays small.
 TASK_TARGET_S = 0.1
@@ -27,7 +31,7 @@ TASK_TARGET_S = 0.1
 TASK_CEILING_S = 1.0
 
 
-def _calibrate(sweep: Sweep, done: dict[int, list[Row]], progress: Progress | None) -> int:
+def _calibrate(sweep: Sweep, done: _InOrder, progress: Progress | None) -> int:
     """Run the first units here for ~30 ms; return units per task.
 
     The first unit only warms up (imports, caches) and is not timed; a task is sized
@@ -38,6 +42,7 @@ def _calibrate(sweep: Sweep, done: dict[int, list[Row]], progress: Progress | No
     unit = 0
     while unit < sweep.units and (unit < 2 or time.perf_counter() - began < 0.03):
         start = time.perf_counter()
+        done.ends[unit] = unit + 1
         done[unit] = run_units(sweep, unit, unit + 1)[1]
         if unit:
             costs.append(time.perf_counter() - start)
@@ -48,21 +53,70 @@ def _calibrate(sweep: Sweep, done: dict[int, list[Row]], progress: Progress | No
     return max(1, min(math.ceil(TASK_TARGET_S / per_unit), math.floor(TASK_CEILING_S / per_unit)))
 
 
+class _InOrder:
+    """Finished tasks, handed on in unit order as soon as they are contiguous.
+
+    ``done[lo] = rows`` files a task's rows; with a ``sink``, each run of contiguous tasks
+    from the first unit goes to it and is dropped here, so only tasks that finished ahead
+    of an earlier one are held (about the tasks in flight).
+    """
+
+    def __init__(self, sink: Sink | None, tally: Tally) -> None:
+        self.done: dict[int, list[Row]] = {}
+        #: Each task's first unit -> the unit after its last.
+        self.ends: dict[int, int] = {}
+        self.sink = sink
+        self.tally = tally
+        self.next = 0  # the first unit not yet handed on
+        self.streamed = 0
+
+    def __setitem__(self, lo: int, rows: list[Row]) -> None:
+        self.done[lo] = rows
+        while self.sink is not None and self.next in self.done:
+            self._hand_on(self.next)
+
+    def _hand_on(self, lo: int) -> None:
+        rows = self.done.pop(lo)
+        assert self.sink is not None
+        self.sink(rows)
+        self.tally.add(rows)
+        self.streamed += len(rows)
+        self.next = self.ends[lo]
+
+    def finish(self) -> list[Row]:
+        """Hand on (or return, with no sink) what is left, in unit order, gaps and all."""
+        if self.sink is not None:
+            for lo in sorted(self.done):
+                self._hand_on(lo)
+            return []
+        rows = [row for lo in sorted(self.done) for row in self.done[lo]]
+        self.tally.add(rows)
+        return rows
+
+    def last(self) -> int:
+        """The last unit given a task so far (-1: none)."""
+        return max(self.ends.values(), default=0) - 1
+
+
 def run_sweep(
     sweep: Sweep,
     workers: int | None = None,
     dask: str | None = None,
     progress: Progress | None = None,
     per_task: int | None = None,
+    *,
+    sink: Sink | None = None,
 ) -> SweepResult:
     """Run every unit; rows in unit order. Ctrl-C keeps the finished tasks' rows.
 
     ``workers`` local processes (default: one per core; 1 runs here, no pool), or the
     Dask scheduler at ``dask``. ``per_task`` fixes the batch size (default: measured so
-    a task is about ``TASK_TARGET_S`` of work).
+    a task is about ``TASK_TARGET_S`` of work). With ``sink``, rows go to it in unit order
+    as they come and the result keeps none (memory flat in the number of worlds).
     """
     began = time.perf_counter()
-    done: dict[int, list[Row]] = {}
+    tally = Tally(check_names(sweep))
+    done = _InOrder(sink, tally)
     interrupted = False
     tasks = 0
     size = 0
@@ -71,9 +125,11 @@ def run_sweep(
     pool = _start_pool(workers) if dask is None and workers > 1 else None
     try:
         size = per_task or _calibrate(sweep, done, progress)
-        start = max(done, default=-1) + 1
+        start = done.last() + 1
         ranges = [(lo, min(lo + size, sweep.units)) for lo in range(start, sweep.units, size)]
-        tasks = len(ranges) + len(done)
+        for lo, hi in ranges:
+            done.ends[lo] = hi
+        tasks = len(ranges) + start
         if dask is not None:
             _run_dask(sweep, ranges, dask, done, progress)
         elif pool is None:
@@ -88,11 +144,11 @@ def run_sweep(
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-    rows = [row for lo in sorted(done) for row in done[lo]]
-    units_done = len(rows) // max(len(sweep.checks), 1)
+    rows = done.finish()
+    units_done = (len(rows) + done.streamed) // max(len(sweep.checks), 1)
     result = SweepResult(sweep, rows, units_done, interrupted, time.perf_counter() - began,
-                         tasks, size if tasks else 0)
-    result.summary = summarise(result)
+                         tasks, size if tasks else 0, rows_streamed=done.streamed)
+    result.summary = tally.summary(result)
     return result
 
 
@@ -174,7 +230,7 @@ def _start_pool(workers: int) -> _Pool:
 
 def _run_pool(
     pool: _Pool, sweep: Sweep, ranges: list[tuple[int, int]],
-    done: dict[int, list[Row]], progress: Progress | None,
+    done: _InOrder, progress: Progress | None,
 ) -> None:
     remaining = list(ranges)
     # Until the workers are up, this process takes tasks from the far end itself.
@@ -208,7 +264,7 @@ def _run_pool(
 
 
 def _run_dask(
-    sweep: Sweep, ranges: list[tuple[int, int]], address: str, done: dict[int, list[Row]],
+    sweep: Sweep, ranges: list[tuple[int, int]], address: str, done: _InOrder,
     progress: Progress | None,
 ) -> None:
     try:

@@ -1,0 +1,71 @@
+"""Sweep rows stream to their file in unit order: the same bytes, whole or not at all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from platform_testbed.sim.sweep import file as sweep_file
+from platform_testbed.sim.sweep.output import Tally, streaming_rows, summarise, write_rows
+from platform_testbed.sim.sweep.run import _InOrder, run_sweep
+from platform_testbed.sim.sweep.units import Row
+
+
+def _sweep(tmp_path: Path) -> sweep_file.Sweep:
+    path = tmp_path / "small.toml"
+    path.write_text(
+        'scenario = "sept25-crash-loop"\nchecks = ["count", "timestamp"]\nseeds = 2\n'
+        '[axes]\n"release.crash_after_s" = [1.0, 2.5, 20.0]\n'
+        '"check.look_delay_s" = [2.0, 10.0]\n',
+        encoding="utf-8",
+    )
+    return sweep_file.load_sweep(path)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_streamed_file_is_the_file_written_whole(tmp_path: Path, suffix: str) -> None:
+    """Rows streamed task by task give the bytes write_rows gives for every row at once."""
+    sweep = _sweep(tmp_path)
+    kept = run_sweep(sweep, workers=1, per_task=1)
+    whole, streamed = tmp_path / f"whole{suffix}", tmp_path / f"streamed{suffix}"
+    write_rows(whole, sweep, kept.rows)
+    with streaming_rows(streamed, sweep) as sink:
+        result = run_sweep(sweep, workers=1, per_task=1, sink=sink)
+    assert result.rows == []
+    assert result.row_count == len(kept.rows) == 2 * sweep.units
+    assert streamed.read_bytes() == whole.read_bytes()
+    assert result.summary == kept.summary == summarise(kept)
+
+
+def test_tasks_finished_out_of_order_are_handed_on_in_order() -> None:
+    """A task that finishes early waits only for those before it; then all go, in order."""
+    got: list[list[Row]] = []
+    order = _InOrder(got.append, Tally(["c"]))
+    order.ends = {0: 2, 2: 3, 3: 5}
+    order[3] = [{"check": "c", "outcome": "passed", "decided_at_s": 1.0, "u": 3}]
+    order[2] = [{"check": "c", "outcome": "missed", "decided_at_s": None, "u": 2}]
+    assert got == []
+    assert len(order.done) == 2
+    order[0] = [{"check": "c", "outcome": "caught", "decided_at_s": 2.0, "u": 0}]
+    assert [rows[0]["u"] for rows in got] == [0, 2, 3]
+    assert order.done == {}
+    assert order.streamed == 3
+    assert order.tally.counts["c"].total == 3
+
+
+def test_a_failed_stream_leaves_no_file(tmp_path: Path) -> None:
+    """A failure while rows stream keeps the old file (here: none) and no temporary file."""
+    sweep = _sweep(tmp_path)
+    out = tmp_path / "rows.csv"
+    row = {"point": 0, "seed": 1, "check": "count"}
+
+    def broken() -> None:
+        with streaming_rows(out, sweep) as sink:
+            sink([row])
+            raise RuntimeError("a world broke the sweep")
+
+    with pytest.raises(RuntimeError):
+        broken()
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
