@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck notebooks clean mutate bench constraints graph wheel-smoke
+.PHONY: demo test lint typecheck notebooks clean mutate bench constraints graph wheel-smoke validate-lb
 
 # The venv must run Python 3.11+; one made by another Python (or half made) is named, not
 # silently reused: `make clean` removes it.
@@ -86,6 +86,15 @@ mutate: $(STAMP_DEV)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis mutants
+
+# Issue 23: the rollout model against a real balancer. Real HAProxy (the Debian package,
+# installed when missing and running as root), real server processes and an open-loop load on
+# 127.0.0.1 only, every time scaled by 1/20; beside the model at the same scaled timings.
+# Prints the table (docs/rollout.md); LB_ARGS="--json" for JSON, "original --deploys 3" for
+# less. About 8 minutes on 2 cores with the defaults (3 deploys at once).
+LB_ARGS ?= --deploys 10 --extras
+validate-lb: $(STAMP_RUN)
+	@$(BIN)/python -m platform_testbed.sim.rollout.real $(LB_ARGS)
 
 bench: $(STAMP_RUN)
 	$(BIN)/python benchmarks/bench_core.py

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from .failsafe import lost_machines
-from .memo import LookMemo
+from .memo import PerCheck
 from .model import Event, Look, MachineSnapshot, Verdict, Wait
 from .options import INTERVAL, SECONDS, refuse_out_of_range
 from .protocol import Step
@@ -166,10 +166,6 @@ class _Reads:
                 self.skipped[machine.id] = state
 
 
-#: The reads of the looks so far, kept between a drive's calls (see ``checks.memo``).
-_READS: LookMemo[_Reads] = LookMemo()
-
-
 @dataclass(frozen=True)
 class FlyctlSmokeCheck:
     """flyctl's rolling deploy, per machine: wait for a settled state, then a 10 s smoke check.
@@ -261,6 +257,10 @@ class FlyctlSmokeCheck:
     #: The seed of the smoke backoff's jitter draws; None: the upper bounds, no jitter.
     jitter_seed: int | None = None
     name = "flyctl-smoke"
+    #: This object's fold of the looks so far, and the machine ids they showed, kept
+    #: between a drive's calls (``checks.memo``): not fields, never compared.
+    _reads = PerCheck[_Reads]()
+    _seen = PerCheck[dict[str, int]]()
     #: flyctl's rolling strategy never rolls back (see 5. above).
     rolls_back: ClassVar[bool] = False
 
@@ -273,17 +273,17 @@ class FlyctlSmokeCheck:
         """Return the next read's wait, or the verdict once every machine is decided."""
         if not looks:
             return Wait(0.0)
-        if lost := lost_machines(self.name, looks):
+        if lost := lost_machines(self.name, looks, self._seen):
             return lost
-        # Keyed by the publish time too: a read times out counting from it, so another
+        # Keyed by the publish time: a read times out counting from it, so another
         # publish time can end the fold at an earlier look (hypothesis found it).
-        key = (self, publish_started_ms)
-        reads, unseen = _READS.resume(key, looks, lambda: _Reads(looks[0], publish_started_ms))
+        key = publish_started_ms
+        reads, unseen = self._reads.resume(key, looks, lambda: _Reads(looks[0], publish_started_ms))
         for look in unseen:
             if verdict := self._read(reads, look, publish_started_ms):
                 return verdict
         step = self._wait(reads, looks[-1], publish_started_ms)
-        _READS.keep(key, looks, reads)
+        self._reads.keep(key, looks, reads)
         return step
 
     def _settled_at(

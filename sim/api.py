@@ -8,6 +8,9 @@ Walkthrough with executed examples: ``docs/python-api.md``. Bad input raises
 ``BadInput``: a bad argument (a seed, the seeds, a check, the sets) is one line naming the
 parameter, judged before any scenario loads; trouble inside a spec, an override or a file
 is the one line the command line prints. One spec or override may stand for a list of one.
+``check_budget`` (a ``CheckBudget``: wall-clock seconds a user's check may take per look,
+looks any check may take) is what ``--check-timeout``/``--max-looks`` set; the default is
+the documented limits, whatever the environment says.
 
 The test kit for a check of your own is re-exported too: ``App``, ``world`` and
 ``drive_world`` (``sim.kit.testing``), ``worlds`` and ``assert_guarantee`` (``sim.kit.strategies``).
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from platform_testbed.checks import Check, Look, Verdict, Wait
 from platform_testbed.checks.drive import check_name
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import CheckSetup, build_checks, setups
 from platform_testbed.sim.cli.compareopts import MAX_RUNS, RUNS_ENV
 from platform_testbed.sim.cli.hunt import DEFAULT_BUDGET, DEFAULT_SCENARIO, MAX_BUDGET
@@ -59,7 +63,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "MAX_SEED", "App", "BadInput", "Check", "Comparison", "Found", "GuaranteeBroken", "HuntResult", "Look",
+    "MAX_SEED", "App", "BadInput", "Check", "CheckBudget", "Comparison", "Found", "GuaranteeBroken",
+    "HuntResult", "Look",
     "OutcomeCounts", "RolloutResult", "RolloutRuns", "RolloutScenario", "RunResult", "Scenario",
     "SeedRun", "Sweep", "SweepRows", "SweepSummary", "Verdict", "Wait", "assert_guarantee",
     "build", "compare", "drive_world", "hunt", "load_rollout", "load_scenario", "rollout", "run",
@@ -153,6 +158,7 @@ def run(
     *,
     options: Mapping[str, Any] | None = None,
     trace: bool = False,
+    check_budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> RunResult:
     """One check in one world (default: the scenario's own seed), judged against the truth.
 
@@ -163,7 +169,9 @@ def run(
     chosen = None if seed is None else seed_value("seed", seed)
     loaded = _scenario(scenario)
     [built] = _built(loaded, [check], options)[0]
-    return _run(loaded, loaded.seed if chosen is None else chosen, built, trace=trace)
+    budget = _budget(check_budget)
+    return _run(loaded, loaded.seed if chosen is None else chosen, built, trace=trace,
+                budget=budget)
 
 
 def compare(
@@ -172,6 +180,7 @@ def compare(
     seeds: Iterable[int] | None = None,
     *,
     options: Mapping[str, Any] | None = None,
+    check_budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> Comparison:
     """Every check in every seed's world (default: the scenario's own seed), side by side.
 
@@ -181,12 +190,14 @@ def compare(
     range of at least one seed, at most ``testbed compare``'s run limit.
     """
     chosen_checks = _checks(checks)
+    budget = _budget(check_budget)
     if isinstance(seeds, Sized):  # judged before a range of a billion is spelled out
         at_most("seeds", max(len(seeds), 1), env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
     chosen = None if seeds is None else seed_values("seeds", seeds)
     loaded = _scenario(scenario)
     built, made = _built(loaded, chosen_checks, options)
-    return _compare(loaded, built, (loaded.seed,) if chosen is None else chosen, setups=made)
+    return _compare(loaded, built, (loaded.seed,) if chosen is None else chosen, setups=made,
+                    budget=budget)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +218,7 @@ def sweep(
     *,
     every: int = 1,
     workers: int = 1,
+    check_budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> SweepRows:
     """Run a sweep: a shipped sweep's name, a sweep file's path, or its tables as a mapping.
 
@@ -218,6 +230,7 @@ def sweep(
     """
     every = _whole("every", every, "1 or more")
     workers = _whole("workers", workers, "1 or more")
+    budget = _budget(check_budget)
     if isinstance(spec, Sweep):
         chosen = spec
     elif isinstance(spec, Mapping):
@@ -227,7 +240,7 @@ def sweep(
         chosen = load_sweep(os.fspath(spec))
     if every > 1:
         chosen = chosen.thinned(every)
-    result = run_sweep(chosen, workers=workers)
+    result = run_sweep(chosen, workers=workers, budget=budget)
     if result.interrupted:
         raise KeyboardInterrupt  # run_sweep keeps a Ctrl-C'd sweep's rows; a library call stops
     return SweepRows(chosen, tuple(result.rows), result.summary or summarise(result))
@@ -257,6 +270,14 @@ def rollout(
     return run_rollout(loaded, (loaded.seed,) if chosen is None else chosen)
 
 
+def _budget(value: object) -> CheckBudget:
+    """``check_budget`` as given: a ``CheckBudget`` (its own values checked when it was made)."""
+    if not isinstance(value, CheckBudget):
+        raise BadInput(f"check_budget: must be a CheckBudget(timeout_s=..., max_looks=...) "
+                       f"(got {value!r})")
+    return value
+
+
 def _whole(field: str, value: object, rule: str, most: int | None = None) -> int:
     """A count given in Python: a whole number (numpy's too, not a bool) from 1 (to ``most``)."""
     if (isinstance(value, bool) or not isinstance(value, Integral) or int(value) < 1
@@ -284,6 +305,7 @@ def hunt(
     budget: int = DEFAULT_BUDGET,
     seed: int = 0,
     progress: Progress | None = None,
+    check_budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> HuntResult:
     """The worlds around ``scenario`` that fool ``check``, each kind shrunk to its smallest.
 
@@ -297,7 +319,9 @@ def hunt(
     """
     budget = _whole("budget", budget, f"from 1 to {MAX_BUDGET:,}", MAX_BUDGET)
     seed = seed_value("seed", seed)
+    limits = _budget(check_budget)
     base = _scenario(scenario)
     make = _factory(check)
     name = check_name(make(base.check.model_dump()))  # built once here: a bad spec stops here
-    return _hunt(base, name, make, budget=budget, seed=seed, progress=progress)
+    return _hunt(base, name, make, budget=budget, seed=seed, progress=progress,
+                 check_budget=limits)

@@ -169,6 +169,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     # hypothesis loads only for a hunt, not for every `testbed` command.
     from rich.console import Console  # noqa: PLC0415
 
+    from platform_testbed.sim.checkload.budget import check_budget  # noqa: PLC0415
     from platform_testbed.sim.config import scenario  # noqa: PLC0415
     from platform_testbed.sim.hunt.output import check_out_dir, summary, table, write_found  # noqa: PLC0415
     from platform_testbed.sim.hunt.search import hunt  # noqa: PLC0415
@@ -177,6 +178,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     if not 1 <= args.budget <= MAX_BUDGET:
         raise BadInput(f"--budget: must be from 1 to {MAX_BUDGET:,} (got {args.budget})")
     first_seed(args.seed)
+    limits = check_budget(args)  # TESTBED_CHECK_TIMEOUT_S / TESTBED_MAX_LOOKS (hunt has no flags)
     try:
         base = scenario.load(args.scenario)
     except BadInput as error:
@@ -202,7 +204,8 @@ def cmd_hunt(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     with progress:
-        result = hunt(base, name, checks, budget=args.budget, seed=args.seed, progress=tell)
+        result = hunt(base, name, checks, budget=args.budget, seed=args.seed, progress=tell,
+                      check_budget=limits)
     # hypothesis' gc callback stays in place after the search and may swallow a signal's
     # exception (sim.runtime.signals._pending): ask before writing, and before saying we are done.
     reraise_pending()

@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 from platform_testbed.checks import BUILTIN_CHECKS
 from platform_testbed.sim import checkcmd
-from platform_testbed.sim.checkload.budget import add_check_limits, restore_limits, save_limits
+from platform_testbed.sim.checkload.budget import add_check_limits
 from platform_testbed.sim.cli import completion, expect
 from platform_testbed.sim.cli.compareopts import add_gate_options, add_output_options
 from platform_testbed.sim.cli.hunt import add_hunt_parser
@@ -257,7 +257,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``testbed`` console script."""
     # Handlers first: a signal while the parser is built ends the command as one mid-run.
     previous = exit_on_signals()
-    saved_env = save_limits()
     try:
         parser = build_parser()
         completion.hook(parser)  # a shell asking for completions gets them here, and no more
@@ -279,7 +278,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     finally:
         restore_signals(previous)
-        restore_limits(saved_env)
         checkcmd.close_all()  # no --check-cmd child outlives the command, whatever happened
     return code
 

@@ -20,7 +20,7 @@ from rich.progress import (
 from rich.table import Column
 from rich.text import Text
 
-from platform_testbed.sim.checkload.budget import apply_check_limits
+from platform_testbed.sim.checkload.budget import check_budget
 from platform_testbed.sim.cli.compareopts import fail_on, failed_on
 from platform_testbed.sim.config.scenario import OUTCOMES
 from platform_testbed.sim.config.settings import BadInput, at_most, env_limit
@@ -92,7 +92,7 @@ def sweep_progress(name: str, console: Console, disable: bool = False) -> Progre
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run a sweep file; write its rows; print the summary."""
-    apply_check_limits(args)  # before the pool starts: its workers inherit the limits
+    budget = check_budget(args)  # handed to every task: a pool's workers get it with the work
     sweep = load_sweep(args.sweep)
     if args.workers is not None:
         at_most("--workers", args.workers, env_limit(WORKERS_ENV, MAX_WORKERS), WORKERS_ENV)
@@ -131,7 +131,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         task = progress.add_task("sweep", total=sweep.units)
         result = run_sweep(
             sweep, workers=args.workers, dask=args.dask,
-            progress=lambda units: progress.advance(task, units),
+            progress=lambda units: progress.advance(task, units), budget=budget,
         )
     write_rows(out, sweep, result.rows, args.force)
     names = tuple(dict.fromkeys(str(r["check"]) for r in result.rows))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from platform_testbed.checks import Check, Event
 from platform_testbed.checks.drive import check_name
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import CheckSetup
 from platform_testbed.sim.config.scenario import OUTCOMES, Outcome, Scenario
 from platform_testbed.sim.publish.world import RecordedLook, RunResult, ground_truth, run_checks
@@ -321,6 +322,7 @@ def compare(
     *,
     keep_runs: bool = True,
     on_run: Callable[[SeedRun], None] | None = None,
+    budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> Comparison:
     """Every check in every seed's world; the release's badness is judged once per seed.
 
@@ -328,6 +330,7 @@ def compare(
     ``setups`` (from ``sim.checkload.loader.build_checks``) say which options each check ran with.
     With ``keep_runs=False`` no run is kept (memory flat in the number of seeds): the
     summary comes from running tallies, and ``on_run`` sees each seed's runs as they end.
+    ``budget`` is what every check is driven under (``sim.checkload.budget``).
     """
     names = tuple(check_name(c) for c in checks)
     if len(set(names)) != len(names):
@@ -342,7 +345,7 @@ def compare(
         total += 1
         first_seed = seed if first_seed is None else first_seed
         last_seed = seed
-        results = tuple(run_checks(scenario, seed, checks))
+        results = tuple(run_checks(scenario, seed, checks, budget))
         bad = results[0].bad if results else ground_truth(scenario, seed)
         for result in results:
             if on_result is not None:

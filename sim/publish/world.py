@@ -16,6 +16,7 @@ import simpy
 
 from platform_testbed.checks import Check, Look, Verdict
 from platform_testbed.checks.drive import CheckFailed, check_name, drive
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.platform.machine import Image, Machine
 from platform_testbed.sim.publish.gcpause import gc_paused
@@ -152,7 +153,7 @@ def _autostart(world: _World) -> Generator[Any, Any, None]:
             return
 
 
-def _start(world: _World, check: Check | None) -> None:
+def _start(world: _World, check: Check | None, budget: CheckBudget = DEFAULT_CHECK_BUDGET) -> None:
     """Start the previous release (at time 0) and the publish (at ``publish.at_s``).
 
     A previous release that does not fall asleep needs no process of its own: the
@@ -164,9 +165,9 @@ def _start(world: _World, check: Check | None) -> None:
     before = world.scenario.previous
     if before is not None and before.asleep:
         env.process(_previous_release(world))
-        env.process(_publish(world, check))
+        env.process(_publish(world, check, budget))
     else:
-        env.process(_publish(world, check, launch_previous=True))
+        env.process(_publish(world, check, budget, launch_previous=True))
 
 
 def _roll(world: _World, launch_previous: bool) -> Generator[Any, Any, None]:
@@ -190,13 +191,14 @@ def _roll(world: _World, launch_previous: bool) -> Generator[Any, Any, None]:
 
 
 def _publish(
-    world: _World, check: Check | None, launch_previous: bool = False
+    world: _World, check: Check | None, budget: CheckBudget, launch_previous: bool = False
 ) -> Generator[Any, Any, None]:
     env = world.env
     yield from _roll(world, launch_previous)
     if check is None:
         return
-    steps = drive(check, world.scenario.publish_started_ms)
+    # The budget's wrapper is the driver's alone: the check itself is what the run reports.
+    steps = drive(budget.guard(check), world.scenario.publish_started_ms, budget.max_looks)
     try:
         wait = next(steps)
         while True:
@@ -315,11 +317,13 @@ def _trace(world: _World) -> Trace:
     )
 
 
-def _simulate(scenario: Scenario, seed: int, check: Check, trace: bool) -> _World:
+def _simulate(
+    scenario: Scenario, seed: int, check: Check, trace: bool, budget: CheckBudget
+) -> _World:
     world = build(scenario, seed, trace)
     world.stop_when_settled = not trace
     env = world.env
-    _start(world, check)
+    _start(world, check, budget)
     env.run(until=scenario.horizon_s)
     if not world.diverged:
         # No rollback touched the machines: they did what they do with no check at all.
@@ -351,7 +355,13 @@ def _result(world: _World, check: Check, bad: bool, trace: bool) -> RunResult:
 
 
 def run(
-    scenario: Scenario, seed: int, check: Check, bad: bool | None = None, trace: bool = False
+    scenario: Scenario,
+    seed: int,
+    check: Check,
+    bad: bool | None = None,
+    trace: bool = False,
+    *,
+    budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> RunResult:
     """Run one world with one check to the horizon and classify the outcome.
 
@@ -359,15 +369,18 @@ def run(
     memory, so sweeps leave it off. Without it a run ends as soon as its result is
     settled. The ground truth is the oracle's (``ground_truth``) unless the run itself
     saw the release crash before any rollback, which the oracle would have seen too.
+    ``budget``: the wall-clock limit on a user's check and the looks any check may take.
     """
     with gc_paused():
-        world = _simulate(scenario, seed, check, trace)
+        world = _simulate(scenario, seed, check, trace, budget)
         if bad is None:
             bad = world.proved_bad or ground_truth(scenario, seed)
         return _result(world, check, bad, trace)
 
 
-def run_checks(scenario: Scenario, seed: int, checks: Sequence[Check]) -> list[RunResult]:
+def run_checks(
+    scenario: Scenario, seed: int, checks: Sequence[Check], budget: CheckBudget = DEFAULT_CHECK_BUDGET
+) -> list[RunResult]:
     """Every check in the same world (same seed), judged against one ground truth.
 
     The same results as ``run`` for each check, byte for byte, from fewer simulations:
@@ -377,7 +390,11 @@ def run_checks(scenario: Scenario, seed: int, checks: Sequence[Check]) -> list[R
     once, and only when no world proved the release bad by itself.
     """
     with gc_paused():
-        riders = [_Rider(check, drive(check, scenario.publish_started_ms)) for check in checks]
+        # The budget's wrapper is the driver's alone: the check itself is what the run reports.
+        riders = [
+            _Rider(check, drive(budget.guard(check), scenario.publish_started_ms, budget.max_looks))
+            for check in checks
+        ]
         worlds: list[_Shared] = []
         waiting = riders
         while waiting:

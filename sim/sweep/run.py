@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.runtime.signals import Readable, die_with
 from platform_testbed.sim.sweep.file import Sweep
@@ -31,7 +32,9 @@ TASK_TARGET_S = 0.1
 TASK_CEILING_S = 1.0
 
 
-def _calibrate(sweep: Sweep, done: _InOrder, progress: Progress | None) -> int:
+def _calibrate(
+    sweep: Sweep, done: _InOrder, progress: Progress | None, budget: CheckBudget
+) -> int:
     """Run the first units here for ~30 ms; return units per task.
 
     The first unit only warms up (imports, caches) and is not timed; a task is sized
@@ -43,7 +46,7 @@ def _calibrate(sweep: Sweep, done: _InOrder, progress: Progress | None) -> int:
     while unit < sweep.units and (unit < 2 or time.perf_counter() - began < 0.03):
         start = time.perf_counter()
         done.ends[unit] = unit + 1
-        done[unit] = run_units(sweep, unit, unit + 1)[1]
+        done[unit] = run_units(sweep, unit, unit + 1, budget)[1]
         if unit:
             costs.append(time.perf_counter() - start)
         unit += 1
@@ -106,6 +109,7 @@ def run_sweep(
     per_task: int | None = None,
     *,
     sink: Sink | None = None,
+    budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> SweepResult:
     """Run every unit; rows in unit order. Ctrl-C keeps the finished tasks' rows.
 
@@ -113,6 +117,7 @@ def run_sweep(
     Dask scheduler at ``dask``. ``per_task`` fixes the batch size (default: measured so
     a task is about ``TASK_TARGET_S`` of work). With ``sink``, rows go to it in unit order
     as they come and the result keeps none (memory flat in the number of worlds).
+    ``budget`` goes with every task.
     """
     began = time.perf_counter()
     tally = Tally(check_names(sweep))
@@ -124,21 +129,21 @@ def run_sweep(
     # Local workers boot (import the simulator) while this process measures the work.
     pool = _start_pool(workers) if dask is None and workers > 1 else None
     try:
-        size = per_task or _calibrate(sweep, done, progress)
+        size = per_task or _calibrate(sweep, done, progress, budget)
         start = done.last() + 1
         ranges = [(lo, min(lo + size, sweep.units)) for lo in range(start, sweep.units, size)]
         for lo, hi in ranges:
             done.ends[lo] = hi
         tasks = len(ranges) + start
         if dask is not None:
-            _run_dask(sweep, ranges, dask, done, progress)
+            _run_dask(sweep, ranges, dask, done, progress, budget=budget)
         elif pool is None:
             for lo, hi in ranges:
-                done[lo] = run_units(sweep, lo, hi)[1]
+                done[lo] = run_units(sweep, lo, hi, budget)[1]
                 if progress:
                     progress(hi - lo)
         else:
-            _run_pool(pool, sweep, ranges, done, progress)
+            _run_pool(pool, sweep, ranges, done, progress, budget=budget)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -230,20 +235,20 @@ def _start_pool(workers: int) -> _Pool:
 
 def _run_pool(
     pool: _Pool, sweep: Sweep, ranges: list[tuple[int, int]],
-    done: _InOrder, progress: Progress | None,
+    done: _InOrder, progress: Progress | None, *, budget: CheckBudget,
 ) -> None:
     remaining = list(ranges)
     # Until the workers are up, this process takes tasks from the far end itself.
     while remaining and not pool.ready():
         lo, hi = remaining.pop()
-        done[lo] = run_units(sweep, lo, hi)[1]
+        done[lo] = run_units(sweep, lo, hi, budget)[1]
         if progress:
             progress(hi - lo)
     pool.started()
     pending: set[Future[tuple[int, list[Row]]]] = set()
     try:
         for lo, hi in remaining:
-            pending.add(pool.executor.submit(run_units, sweep, lo, hi))
+            pending.add(pool.executor.submit(run_units, sweep, lo, hi, budget))
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -265,7 +270,7 @@ def _run_pool(
 
 def _run_dask(
     sweep: Sweep, ranges: list[tuple[int, int]], address: str, done: _InOrder,
-    progress: Progress | None,
+    progress: Progress | None, *, budget: CheckBudget,
 ) -> None:
     try:
         from distributed import Client, as_completed  # noqa: PLC0415
@@ -281,7 +286,8 @@ def _run_dask(
     futures = []
     try:
         remote = client.scatter(sweep, broadcast=True)
-        futures = [client.submit(run_units, remote, lo, hi, pure=False) for lo, hi in ranges]
+        futures = [client.submit(run_units, remote, lo, hi, budget, pure=False)
+                   for lo, hi in ranges]
         for future in as_completed(futures):
             lo, rows = future.result()
             done[lo] = rows

@@ -139,14 +139,16 @@ class TwinServer:
         except RuntimeError:
             status, body = _fail(503, "the simulated world has ended (its horizon was reached)")
         data = json.dumps(body, separators=(",", ":")).encode()
+        # Logged before the answer goes out: a client that has its answer finds its request
+        # in the log (after the write, a reader could miss the last one).
+        with self._lock:
+            self.requests.append(Request(method, handler.path, status, at_ms))
         handler.send_response(status)
         handler.send_header("Content-Type", "application/json; charset=utf-8")
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
         if method != "HEAD":
             handler.wfile.write(data)
-        with self._lock:
-            self.requests.append(Request(method, handler.path, status, at_ms))
 
     def _authorized(self, handler: BaseHTTPRequestHandler) -> bool:
         # "Bearer <token>"; fly-go may also send "FlyV1 <macaroon>": any scheme, this token.
