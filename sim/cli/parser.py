@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 from platform_testbed.checks import BUILTIN_CHECKS
 from platform_testbed.sim import checkcmd
 from platform_testbed.sim.checkload.budget import add_check_limits
-from platform_testbed.sim.cli import completion, expect
+from platform_testbed.sim.cli import completion, expect, twinopts
 from platform_testbed.sim.cli.compareopts import add_gate_options, add_output_options
 from platform_testbed.sim.cli.hunt import add_hunt_parser
 from platform_testbed.sim.cli.parsers import add_lint_timing_parser, add_rollout_parser, add_sweep_parser
@@ -175,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_gate_options(comp)
     _add_debug(comp)
     checkcmd.add_arguments(comp)
+    twinopts.add_arguments(comp)
     comp.set_defaults(handler=_command)
 
     rep = sub.add_parser(
