@@ -19,7 +19,7 @@ The test kit for a check of your own is re-exported too: ``App``, ``world`` and
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence, Sized
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
 from pathlib import Path
@@ -31,6 +31,9 @@ from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBud
 from platform_testbed.sim.checkload.loader import CheckSetup, build_checks, setups
 from platform_testbed.sim.cli.compareopts import MAX_RUNS, RUNS_ENV
 from platform_testbed.sim.cli.hunt import DEFAULT_BUDGET, DEFAULT_SCENARIO, MAX_BUDGET
+from platform_testbed.sim.cli.rollout import MAX_RUNS as ROLLOUT_RUNS
+from platform_testbed.sim.cli.sweep import MAX_WORKERS, WORKERS_ENV
+from platform_testbed.sim.config import doors
 from platform_testbed.sim.config.scenario import Scenario, load
 from platform_testbed.sim.config.settings import (
     MAX_SEED,
@@ -38,7 +41,6 @@ from platform_testbed.sim.config.settings import (
     at_most,
     env_limit,
     seed_value,
-    seed_values,
     validated,
 )
 from platform_testbed.sim.hunt.search import CheckFactory, Found, HuntResult, Progress, SpecChecks
@@ -83,6 +85,8 @@ def load_scenario(name_or_path: str | os.PathLike[str], sets: Sequence[str] | st
 
     One override may be given as a bare string (``"seed=7"``), as a list of one.
     """
+    doors.check_environment()
+    doors.path_like("name_or_path", name_or_path, _SCENARIO_RULE)
     return load(os.fspath(name_or_path), _sets(sets))
 
 
@@ -92,7 +96,7 @@ def _sets(sets: Sequence[str] | str) -> list[str]:
         return [sets]
     if not isinstance(sets, Iterable):
         raise BadInput(f"sets: give KEY=VALUE strings, e.g. ['seed=7'] (got {sets!r})")
-    chosen = list(sets)
+    chosen = doors.listed("sets", sets)
     for item in chosen:
         if not isinstance(item, str):
             raise BadInput(f"sets: each must be a KEY=VALUE string, e.g. 'seed=7' (got {item!r})")
@@ -113,11 +117,14 @@ def _checks(checks: Sequence[CheckLike] | CheckLike) -> list[CheckLike]:
         return [cast(CheckLike, checks)]
     if not isinstance(checks, Iterable):
         raise BadInput(f"checks: give a list of checks, each {_CHECK_RULE} (got {checks!r})")
-    chosen = list(checks)
+    chosen = doors.listed("checks", checks)
     for check in chosen:
         if not (isinstance(check, str) or _is_check(check)):
             raise BadInput(f"checks: each must be {_CHECK_RULE} (got {check!r})")
     return chosen
+
+
+_SCENARIO_RULE = "a shipped scenario's name or a path to a .toml file"
 
 
 def _scenario(scenario: ScenarioLike) -> Scenario:
@@ -135,6 +142,9 @@ def build(
     (``{"look_delay_s": 5}``, or ``{"count.look_delay_s": 5}`` for one check); a check
     given as an object runs as it is. One check may be given alone, as a list of one.
     """
+    doors.check_environment()
+    doors.settings_like("scenario", scenario, Scenario, _SCENARIO_RULE)
+    options = doors.options(options)
     chosen = _checks(checks)
     return _built(_scenario(scenario), chosen, options)[0]
 
@@ -164,6 +174,9 @@ def run(
 
     ``trace=True`` keeps every state change and event, for ``sim.show.plot`` timelines.
     """
+    doors.check_environment()
+    doors.settings_like("scenario", scenario, Scenario, _SCENARIO_RULE)
+    options, trace = doors.options(options), doors.flag("trace", trace)
     if not (isinstance(check, str) or _is_check(check)):
         raise BadInput(f"check: must be {_CHECK_RULE} (got {check!r})")
     chosen = None if seed is None else seed_value("seed", seed)
@@ -189,11 +202,12 @@ def compare(
     One check may be given alone (``"count"``), as a list of one. ``seeds`` is a list or
     range of at least one seed, at most ``testbed compare``'s run limit.
     """
+    doors.check_environment()
+    doors.settings_like("scenario", scenario, Scenario, _SCENARIO_RULE)
+    options = doors.options(options)
     chosen_checks = _checks(checks)
     budget = _budget(check_budget)
-    if isinstance(seeds, Sized):  # judged before a range of a billion is spelled out
-        at_most("seeds", max(len(seeds), 1), env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
-    chosen = None if seeds is None else seed_values("seeds", seeds)
+    chosen = doors.seeds_bounded("seeds", seeds, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
     loaded = _scenario(scenario)
     built, made = _built(loaded, chosen_checks, options)
     return _compare(loaded, built, (loaded.seed,) if chosen is None else chosen, setups=made,
@@ -228,8 +242,13 @@ def sweep(
     processes, started as ``multiprocessing`` does (a script guards the call with
     ``if __name__ == "__main__":``); the default runs here. Rows come in unit order either way.
     """
+    doors.check_environment()
+    if not isinstance(spec, (Sweep, Mapping)):
+        doors.path_like("spec", spec, "a shipped sweep's name, a sweep file's path, a mapping "
+                        "of its tables or a Sweep")
     every = _whole("every", every, "1 or more")
     workers = _whole("workers", workers, "1 or more")
+    at_most("workers", workers, env_limit(WORKERS_ENV, MAX_WORKERS), WORKERS_ENV)  # as --workers
     budget = _budget(check_budget)
     if isinstance(spec, Sweep):
         chosen = spec
@@ -253,6 +272,8 @@ def load_rollout(
 
     ``sets`` are ``--set KEY=VALUE`` overrides; one may be given as a bare string.
     """
+    doors.check_environment()
+    doors.path_like("name_or_path", name_or_path, "a shipped rollout's name or a path to a .toml file")
     return _load_rollout(os.fspath(name_or_path), _sets(sets))
 
 
@@ -265,7 +286,10 @@ def rollout(
     its timing invariants, and the scenario's ``[expect]`` judged on the runs; a missed
     expectation is in ``expectations_failed``, not raised.
     """
-    chosen = None if seeds is None else seed_values("seeds", seeds)  # before any loading
+    doors.check_environment()
+    doors.settings_like("scenario", scenario, RolloutScenario,
+                        "a shipped rollout's name or a path to a .toml file")
+    chosen = doors.seeds_bounded("seeds", seeds, ROLLOUT_RUNS)  # before any loading
     loaded = scenario if isinstance(scenario, RolloutScenario) else load_rollout(scenario)
     return run_rollout(loaded, (loaded.seed,) if chosen is None else chosen)
 
@@ -317,11 +341,14 @@ def hunt(
     round; the same ``seed`` finds the same worlds. ``progress(round, tried, found,
     shrinking)`` is told after every world tried (``testbed hunt`` draws its bar with it).
     """
+    doors.check_environment()
     budget = _whole("budget", budget, f"from 1 to {MAX_BUDGET:,}", MAX_BUDGET)
     seed = seed_value("seed", seed)
+    doors.progress(progress)
+    doors.settings_like("scenario", scenario, Scenario, _SCENARIO_RULE)
     limits = _budget(check_budget)
     base = _scenario(scenario)
-    make = _factory(check)
+    make = doors.guarded_factory(_factory(check), _is_check)
     name = check_name(make(base.check.model_dump()))  # built once here: a bad spec stops here
     return _hunt(base, name, make, budget=budget, seed=seed, progress=progress,
                  check_budget=limits)

@@ -18,7 +18,7 @@ from platform_testbed.checks import BUILTIN_CHECKS, Check
 from platform_testbed.sim import checkcmd
 from platform_testbed.sim.checkload.budget import CheckBudget, check_budget
 from platform_testbed.sim.checkload.loader import build_checks, load_checks, setups
-from platform_testbed.sim.cli import expect
+from platform_testbed.sim.cli import expect, twinopts
 from platform_testbed.sim.cli.compareopts import (
     INLINE_RUNS,
     MAX_RUNS,
@@ -127,9 +127,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_outputs(args)
     args.junit = junit.checked(args)
     names_asked = checkcmd.with_commands(args.check, args)
-    built = build_checks(names_asked, loaded.check, _options(args.check_opt))
+    steps = twinopts.steps(args)
+    # A real process alone replaces the all-built-ins default, as a --check-cmd does.
+    built = [] if steps and not names_asked else build_checks(
+        names_asked, loaded.check, _options(args.check_opt))
     checks = [b.check for b in built]
     names = [b.setup.name for b in built]
+    twinopts.check_against(steps, names, args)
     for key in loaded.expect:
         if key not in BUILTIN_CHECKS and key not in names:
             raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)})")
@@ -150,7 +154,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     keep = (not args.summary and args.runs <= INLINE_RUNS) or bool(args.junit)
     with details(args.details, args.force, loaded.publish_started_ms) as on_run:
         result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
-                         setups=setups(built), keep_runs=keep, on_run=on_run, budget=budget)
+                         setups=setups(built), keep_runs=keep, on_run=on_run, budget=budget,
+                         steps=steps)
+    twinopts.report_timings(steps)
     junit.write(args.junit, [junit.compare_suite(result, fail_on=gate)])
     if args.record:
         recorder.save(args.record, args.force)

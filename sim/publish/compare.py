@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from platform_testbed.checks import Check, Event
 from platform_testbed.checks.drive import check_name
@@ -40,6 +40,14 @@ CHECK_DTYPES: Mapping[str, str] = MappingProxyType({
     "check": TEXT, "runs": INT, **dict.fromkeys(OUTCOMES, INT), "mean_down_s": FLOAT,
     "mean_decided_s": FLOAT,
 })
+
+
+class RunStep(Protocol):
+    """A row that is not a ``Check`` (a real process against the twin: ``sim.twin.step``)."""
+
+    name: str
+
+    def __call__(self, scenario: Scenario, seed: int, bad: bool) -> RunResult: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,6 +331,7 @@ def compare(
     keep_runs: bool = True,
     on_run: Callable[[SeedRun], None] | None = None,
     budget: CheckBudget = DEFAULT_CHECK_BUDGET,
+    steps: Sequence[RunStep] = (),
 ) -> Comparison:
     """Every check in every seed's world; the release's badness is judged once per seed.
 
@@ -331,8 +340,9 @@ def compare(
     With ``keep_runs=False`` no run is kept (memory flat in the number of seeds): the
     summary comes from running tallies, and ``on_run`` sees each seed's runs as they end.
     ``budget`` is what every check is driven under (``sim.checkload.budget``).
+    Each of ``steps`` gives one more row per seed, after the checks', on the same truth.
     """
-    names = tuple(check_name(c) for c in checks)
+    names = tuple(check_name(c) for c in checks) + tuple(s.name for s in steps)
     if len(set(names)) != len(names):
         raise ValueError(f"two checks share a name: {', '.join(names)}")
     counts = dict.fromkeys(names, OutcomeCounts())
@@ -345,8 +355,9 @@ def compare(
         total += 1
         first_seed = seed if first_seed is None else first_seed
         last_seed = seed
-        results = tuple(run_checks(scenario, seed, checks, budget))
+        results = tuple(run_checks(scenario, seed, checks, budget)) if checks else ()
         bad = results[0].bad if results else ground_truth(scenario, seed)
+        results += tuple(step(scenario, seed, bad) for step in steps)
         for result in results:
             if on_result is not None:
                 on_result(result)

@@ -89,7 +89,7 @@ def load_recordings(
         if payload:
             recordings = [payload_recording(whole, at_ms, publish_ms)]
         else:
-            recordings = read_recordings(text.splitlines())
+            recordings = read_recordings(text.split("\n"))  # JSON Lines: \n only, not U+2028
     except RecordingError as error:
         raise BadInput(f"{path}: {error}") from None
     except ValueError as error:  # JSON that is not JSON
@@ -98,7 +98,20 @@ def load_recordings(
         raise BadInput(deep) from None
     if not recordings:
         raise BadInput(f"{path}: the recording holds no looks")
+    _unique_ids(path, recordings)
     return recordings
+
+
+def _unique_ids(path: str, recordings: Sequence[Recording]) -> None:
+    """Each look names each machine once: a second ``m1`` would be silently ignored by checks."""
+    for recording in recordings:
+        for look in recording.looks:
+            ids = [m.id for m in look.machines]
+            if len(set(ids)) != len(ids):
+                twice = next(i for i in ids if ids.count(i) > 1)
+                run = "" if recording.run is None else f" of run {recording.run!r}"
+                raise BadInput(f"{path}: the look at {look.at_ms} ms{run}: machine id {twice!r} "
+                               "appears twice; ids must be unique in a look")
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,8 @@ from platform_testbed.sim.publish.site import DOWN_STATES, Site, SiteTally
 
 # The result types live in ``sim.publish.runresult``; importable from here as before.
 __all__ = [
-    "MachineTrace", "RecordedLook", "RunResult", "Trace", "build", "ground_truth",
-    "release_crashes", "run", "run_checks",
+    "MachineTrace", "RecordedLook", "RunResult", "Trace", "build", "conclude", "ground_truth",
+    "release_crashes", "run", "run_checks", "start_previous",
 ]
 
 
@@ -128,6 +128,21 @@ def _previous_release(world: _World) -> Generator[Any, Any, None]:
         machine.sleep()
 
 
+def start_previous(world: _World) -> None:
+    """Start the previous release as ``_start`` does, with no publish: a client publishes.
+
+    For ``sim.twin``, where a deploy step (or the twin on its behalf) updates the machines.
+    """
+    if world.previous is None:
+        return
+    before = world.scenario.previous
+    if before is not None and before.asleep:
+        world.env.process(_previous_release(world))
+    else:
+        for machine in world.machines:
+            machine.launch(world.previous)
+
+
 def _on_stopped(world: _World) -> None:
     # Requests reach the app only from the publish on: a machine that autostopped before
     # it did so because nobody called it (that is why it was asleep).
@@ -215,9 +230,18 @@ def _publish(
         if cause is not None:
             world.error_detail = "".join(traceback.format_exception(cause))
         return
+    conclude(world, verdict, getattr(check, "rolls_back", True))
+
+
+def conclude(world: _World, verdict: Verdict, rolls_back: bool = True) -> None:
+    """The pipeline's step once the verdict is in: go live (and reconcile) or roll back.
+
+    Also the step a process judging the publish hands its exit status to (``sim.twin.step``).
+    """
+    env = world.env
     world.verdict = verdict
     world.decided_at_s = env.now - world.publish_at_s
-    _act(world, verdict, getattr(check, "rolls_back", True))
+    _act(world, verdict, rolls_back)
 
 
 def _act(world: _World, verdict: Verdict, rolls_back: bool) -> None:

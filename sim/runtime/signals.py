@@ -48,6 +48,10 @@ class Terminated(Interrupt):
     """SIGTERM arrived: end the command as Ctrl-C would, with the shell's status 143."""
 
 
+class HungUp(Terminated):
+    """SIGHUP arrived (the terminal closed): ended as SIGTERM is, with the shell's status 129."""
+
+
 class Interrupted(Interrupt, KeyboardInterrupt):
     """The user's Ctrl-C: unlike a KeyboardInterrupt a check raises, it ends the command."""
 
@@ -73,6 +77,10 @@ def exit_on_signals() -> Any:
         _pending[:] = [signal.SIGINT]
         raise Interrupted
 
+    def hung_up(signum: int, frame: object) -> None:
+        _pending[:] = [signal.SIGHUP]
+        raise HungUp
+
     previous_hook = sys.unraisablehook
 
     def unraisable(info: Any) -> None:
@@ -86,7 +94,11 @@ def exit_on_signals() -> Any:
     if previous_int is signal.default_int_handler:
         signal.signal(signal.SIGINT, interrupted)
     sys.unraisablehook = unraisable
-    return signal.signal(signal.SIGTERM, terminated), previous_int, previous_hook
+    # Left alone when ignored (nohup): a closed terminal must not end that command.
+    previous_hup = signal.getsignal(signal.SIGHUP)
+    if previous_hup is signal.SIG_DFL:
+        signal.signal(signal.SIGHUP, hung_up)
+    return signal.signal(signal.SIGTERM, terminated), previous_int, previous_hook, previous_hup
 
 
 def restore_signals(previous: Any) -> None:
@@ -96,6 +108,7 @@ def restore_signals(previous: Any) -> None:
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])
         sys.unraisablehook = previous[2]
+        signal.signal(signal.SIGHUP, previous[3])
 
 
 def reraise_pending() -> None:
@@ -107,6 +120,8 @@ def reraise_pending() -> None:
     ``restore_signals`` clear it, so it lasts exactly the command it ends. Without those
     handlers (a library call) nothing is recorded and this does nothing.
     """
+    if _pending == [signal.SIGHUP]:
+        raise HungUp
     if _pending == [signal.SIGTERM]:
         raise Terminated
     if _pending == [signal.SIGINT]:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.collections import Collection
 from matplotlib.colors import to_hex
@@ -211,14 +210,11 @@ def compare_timelines(
     return figure
 
 
-# Formats that stamp the date they were written unless told not to: same run, same bytes.
-NO_DATES: dict[str, dict[str, None]] = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}
-
-
 def save_timeline(path: str | Path, scenario: Any, results: Sequence[RunResult]) -> Path:
     """Write ``compare_timelines`` to ``path`` (format from its suffix); BadInput if it can't.
 
-    The file carries no date, so the same runs give the same bytes.
+    The file carries no date (``save_figure``: none, or SOURCE_DATE_EPOCH's), so the same
+    runs give the same bytes in every format.
     """
     target = Path(path)
     figure = compare_timelines(scenario, results)
@@ -230,9 +226,7 @@ def save_timeline(path: str | Path, scenario: Any, results: Sequence[RunResult])
             f"{', '.join(sorted(formats))})"
         )
     try:
-        # SVG ids are salted with a random value unless a salt is given.
-        with rc_context({"svg.hashsalt": "testbed"}):
-            save_figure(figure, target, dpi=110, metadata=NO_DATES.get(suffix))
+        save_figure(figure, target, dpi=110)
     except OSError as error:
         raise BadInput(f"--timeline {path}: cannot write ({error.strerror or error})") from None
     return target
