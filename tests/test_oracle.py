@@ -353,10 +353,13 @@ def test_start_after_launch_keeps_fly_gos_quirks() -> None:
 
 
 def _flyctl_options(check: FlyctlSmokeCheck) -> dict[str, object]:
+    # The oracle knows jpillora's bounds, not the check's seeded draws.
+    assert check.jitter_seed is None
     return {"window_s": check.window_s, "min_uptime_s": check.min_uptime_s,
             "backoff_min_s": check.backoff_min_s, "backoff_max_s": check.backoff_max_s,
             "wait_timeout_s": check.wait_timeout_s, "wait_states": check.wait_states,
-            "poll_s": check.poll_s}
+            "poll_s": check.poll_s, "wait_reading": check.wait_reading,
+            "listen_wait_s": check.listen_wait_s}
 
 
 def _min_healthy_options(check: MinHealthyTimeCheck) -> dict[str, object]:
