@@ -455,7 +455,8 @@ def constantly_restarting(events: Sequence[Event]) -> bool:
             and (newest.exit_code or 0) != 0)
 
 
-def decide_flyctl(machines: Sequence[History], publish_ms: int, cap: int, horizon_ms: int, *,
+def decide_flyctl(  # noqa: PLR0915 - one loop, step by step as flyctl's flow reads
+        machines: Sequence[History], publish_ms: int, cap: int, horizon_ms: int, *,
                   window_s: float = 10.0, min_uptime_s: float = 10.0,
                   backoff_min_s: float = 0.5, backoff_max_s: float = 2.0,
                   wait_timeout_s: float = 300.0,
