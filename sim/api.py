@@ -380,7 +380,7 @@ def timeline(
     from platform_testbed.checks.registry import BUILTIN_CHECKS  # noqa: PLC0415 -- kept with its use
     from platform_testbed.sim.runtime.outputs import check_image  # noqa: PLC0415
 
-    target = None if path is None else check_image("path", Path(os.fspath(path)))
+    target = None if path is None else _figure_path(path, check_image)
     try:
         from platform_testbed.sim.show.plot import compare_timelines, save_timeline  # noqa: PLC0415
     except ModuleNotFoundError:
@@ -393,10 +393,25 @@ def timeline(
     return compare_timelines(loaded, results)
 
 
+def _figure_path(path: object, check_image: Any) -> Path:
+    """``path`` as a figure's file, judged before any run: BadInput (one line) if it is not one."""
+    if not isinstance(path, str | os.PathLike):
+        raise BadInput(f"path: a file path for the figure (got {type(path).__name__})")
+    try:
+        return cast(Path, check_image("path", Path(os.fspath(path))))
+    except (ValueError, UnicodeError) as error:  # a NUL byte, a lone surrogate
+        raise BadInput(f"path: not a usable file name ({error})") from None
+
+
 def heatmap(result: SweepRows, x: str | None = None, y: str | None = None,
             title: str | None = None) -> Figure:
     """The miss-rate heatmap of a finished ``sweep``: its ``[heatmap]`` x and y (else its first
     two axes), one panel per check, other axes pooled; titled with the sweep's name."""
+    if not isinstance(result, SweepRows):
+        raise BadInput(f"result: a finished api.sweep(...) (got {type(result).__name__})")
+    for name, value in (("x", x), ("y", y), ("title", title)):
+        if value is not None and not isinstance(value, str):
+            raise BadInput(f"{name}: a string (got {type(value).__name__})")
     try:
         from platform_testbed.sim.sweep.heatmap import heatmap as _heatmap  # noqa: PLC0415
     except ModuleNotFoundError:
