@@ -69,6 +69,27 @@ def _command(args: argparse.Namespace) -> int:
     return code
 
 
+def _region(args: argparse.Namespace) -> int:
+    from platform_testbed.sim.cli.region import cmd_region  # noqa: PLC0415 -- see the module docstring
+
+    return cmd_region(args)
+
+
+def _add_region_parser(sub: Any) -> None:
+    """``region sept25 [--json] [--workers N] [--no-progress]`` (``sim.cli.region``)."""
+    region = sub.add_parser(
+        "region", help="print the unknowns consistent with an incident (sept25)",
+        description="Run the incident's sweep of unknowns and print the points consistent with "
+        "what happened: on 25 September count marked the publishes live and timestamp would "
+        "have failed them.")
+    region.add_argument("name", choices=["sept25"], help="the incident")
+    region.add_argument("--workers", type=int, metavar="N",
+                        help="local worker processes (default: one per core; 1: no pool)")
+    region.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    region.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    region.set_defaults(handler=_region)
+
+
 def _serve(args: argparse.Namespace) -> int:
     from platform_testbed.sim.cli.serve import serve_command  # noqa: PLC0415 -- see the module docstring
 
@@ -218,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     series = sub.add_parser(
         "series", help="several publishes (apps, one day), every check in each",
         description="Run every check in every publish of a series file "
-        "(scenarios/series/*.toml): a row per publish, and per check how many publishes it "
+        "(a .toml path, or a shipped series' name): a row per publish, and per check how many publishes it "
         "let go live that the reconciler failed later. Exit 1 if expect_late_failures fails.",
     )
     series.add_argument("series", help="a shipped series name (sept25-three-publishes) or a .toml path")
@@ -229,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     series.set_defaults(handler=_command)
 
     for add in (add_sweep_parser, add_hunt_parser, add_rollout_parser, add_lint_timing_parser,
-                completion.add_completion_parser, _add_serve_parser):
+                _add_region_parser, completion.add_completion_parser, _add_serve_parser):
         add(sub)
     return parser
 

@@ -90,9 +90,10 @@ class PlatformTable(_Table):
     #: budget, woken by fly-proxy, exit 1 and are not restarted. Evidence thin (the
     #: author's summary): true is the other reading, an autostart with a fresh budget.
     autostart_refills_retries: bool = False
-    #: Not public: assumed (laravel-fly-machines shows 0.28 s from exit to restart/starting).
+    #: Not public; with ``boot_s``, the 2 s exit -> started of the one public automatic
+    #: restart (ateles, tests/data/fly/); the even split is assumed.
     restart_delay_s: float = Field(1.0, ge=0, le=1e6, allow_inf_nan=False)
-    #: Not public: assumed (public payloads show 0.4 s for a restart, 2.2-3.4 s for a launch).
+    #: Not public: see ``restart_delay_s``; public autostart boots: 2.09-3 s (tests/data/fly/).
     boot_s: float = Field(1.0, ge=0, le=1e6, allow_inf_nan=False)
     #: Assumed: relative spread of boot and crash times, drawn per start.
     jitter: float = Field(0.05, ge=0, lt=1, allow_inf_nan=False)
