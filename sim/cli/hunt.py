@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_testbed.checks.drive import check_name
 from platform_testbed.sim import checkcmd
+from platform_testbed.sim.cli.checkopts import add_check_option
 from platform_testbed.sim.config.settings import BadInput, first_seed, seed_value
 from platform_testbed.sim.runtime.signals import reraise_pending
 from platform_testbed.sim.show import junit
@@ -107,9 +108,8 @@ def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     # Appended, not stored: a second --check would otherwise replace the first in silence;
     # kept as a list, it is refused in _check_spec with the count.
-    parser.add_argument("--check", metavar="NAME", action="append", default=[],
-                        help="the check to hunt: a built-in name, package.module:name or "
-                        "path/to/file.py:name (or give one --check-cmd instead); exactly one")
+    add_check_option(parser, what="the check to hunt: a built-in name",
+                     note="or give one --check-cmd instead", how="exactly one")
     checkcmd.add_arguments(parser, single=True)
     parser.add_argument("--scenario", default=DEFAULT_SCENARIO,
                         help=f"the base world: a shipped name or a .toml path (default {DEFAULT_SCENARIO})")
