@@ -334,10 +334,10 @@ def at_most(option: str, value: int, limit: int, env: str | None = None) -> None
 
 
 def first_seed(value: int) -> int:
-    """The command line's ``--seed``: 0 or more (compare, hunt and rollout alike)."""
+    """The command line's ``--seed``: 0 or more, at most MAX_SEED (compare, hunt, rollout, serve alike)."""
     if value < 0:
         raise BadInput(f"--seed: must be 0 or more (got {value})")
-    return value
+    return seed_value("--seed", value)  # the API's upper bound, stated once below
 
 
 #: The largest seed: a run's seed is a row of the ``to_pandas()`` tables, whose ``seed``
