@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.cli.twinopts import row_name
 from platform_testbed.sim.config import scenario
 from platform_testbed.sim.publish.world import ground_truth
 
@@ -37,11 +38,11 @@ def test_checks_gives_the_process_a_row_in_every_scenario(capsys: pytest.Capture
     assert main(["checks", "--runs", str(runs), "--check", "timestamp", "--check-http", "true",
                  *FAST, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["rules"]["http:true"].startswith("the command `true`")
+    assert doc["rules"]["http-true"].startswith("the command `true`")
     for name in scenario.shipped():
         loaded = scenario.load(name)
         bad = sum(ground_truth(loaded, s) for s in range(loaded.seed, loaded.seed + runs))
-        got = doc["outcomes"][name]["http:true"]
+        got = doc["outcomes"][name]["http-true"]
         assert (got["missed"], got["passed"]) == (bad, runs - bad), name
 
 
@@ -58,7 +59,7 @@ def test_sweep_gives_the_process_a_row_in_every_world(
     assert (summary["units_done"], summary["complete"]) == (4, True)
     rows = list(csv.DictReader(out.open()))
     assert [(r["point"], r["seed"], r["check"]) for r in rows] == [
-        (p, s, c) for p in "01" for s in "12" for c in ("timestamp", "http:false")]
+        (p, s, c) for p in "01" for s in "12" for c in ("timestamp", "http-false")]
     sept25 = scenario.load("sept25-crash-loop")
     for check_row, process_row in zip(rows[::2], rows[1::2], strict=True):
         world = sept25.model_copy(update={"release": sept25.release.model_copy(
@@ -67,7 +68,7 @@ def test_sweep_gives_the_process_a_row_in_every_world(
         assert process_row["release_bad"] == check_row["release_bad"] == str(bad).lower()
         assert process_row["outcome"] == ("caught" if bad else "false_alarm")
         assert process_row["rollback"] == "restored"
-    assert summary["checks"]["http:false"]["bad_worlds"] == 2
+    assert summary["checks"]["http-false"]["bad_worlds"] == 2
 
 
 @pytest.mark.parametrize(("extra", "message"), [
@@ -120,3 +121,38 @@ def test_sweep_help_says_one_worker(capsys: pytest.CaptureFixture[str]) -> None:
         main(["sweep", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "runs its worlds one at a time in this process" in text
+
+
+def test_row_names_are_one_key_part() -> None:
+    """A process row's name is the mode's word and the program's stem, with nothing that splits a key."""
+    assert row_name("check-http", ["examples/deploy/timestamp.sh"]) == "http-timestamp"
+    assert row_name("deploy-cmd", ["node", "steps/deploy.v2.mjs", "--fast"]) == "deploy-deploy-v2"
+    assert row_name("check-http", ["/usr/bin/true"]) == "http-true"
+
+
+def test_expect_names_a_process_row(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`--expect http-true=OUTCOME` is judged on the process's row like any check's; so is a
+    scenario file's [expect] entry for it (exit 0 when it holds, 1 when it does not)."""
+    # sept25-crash-loop seed 1 is bad: `true` (exit 0, live) misses it.
+    assert main(["compare", "sept25-crash-loop", "--check-http", "true", *FAST, "--json",
+                 "--expect", "http-true=missed"]) == 0
+    assert json.loads(capsys.readouterr().out)["expect"] == {"http-true": "missed"}
+    assert main(["compare", "sept25-crash-loop", "--check-http", "true", *FAST, "--json",
+                 "--expect", "http-true=caught"]) == 1
+    [miss] = json.loads(capsys.readouterr().out)["expectations_failed"]
+    assert (miss["check"], miss["expected"], miss["outcome"]) == ("http-true", "caught", "missed")
+    world = tmp_path / "world.toml"
+    shipped = (Path(__file__).parent.parent / "scenarios" / "sept25-crash-loop.toml").read_text()
+    world.write_text(shipped.split("[expect]")[0] + '[expect]\nhttp-true = "caught"\n')
+    assert main(["compare", str(world), "--check-http", "true", *FAST, "--json"]) == 1
+    capsys.readouterr()
+
+
+def test_expect_with_a_dot_says_how_rows_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """The old `http:timestamp.sh` spelling: one line saying rows have no dot, exit 2."""
+    assert main(["compare", "sept25-crash-loop", "--check-http", "true",
+                 "--expect", "http:true.sh=caught"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "a check's name has no dot" in err
+    assert "http-timestamp" in err

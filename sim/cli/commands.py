@@ -135,9 +135,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     checks = [b.check for b in built]
     names = [b.setup.name for b in built]
     twinopts.check_against(steps, names, args)
+    rows = names + [s.name for s in steps]  # a process's row is expected as any check's
     for key in loaded.expect:
-        if key not in BUILTIN_CHECKS and key not in names:
-            raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)})")
+        if key not in BUILTIN_CHECKS and key not in rows:
+            raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)}; "
+                           f"running: {', '.join(rows)})")
     seed = loaded.seed if args.seed is None else args.seed
     first_seed(seed)
     recorder = Recorder(loaded.publish_started_ms, loaded.check.model_dump(), setups(built))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import shlex
 import shutil
 import sys
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from platform_testbed.sim.twin.step import ProcessStep
 
 __all__ = ["DEFAULT_HTTP_TIMEOUT_S", "MAX_SPEED", "MAX_WALL_S", "WALL_ENV", "add_arguments",
-           "bound_wall", "steps"]
+           "bound_wall", "row_name", "steps"]
 
 #: The most wall seconds one run's process may take: the incident's check needs ~25 s at
 #: speed 1 (a start, two 10 s looks), a flyctl-style wait at most 60 s more.
@@ -32,8 +33,13 @@ MAX_SPEED = 10_000.0
 #: can run for up to 6 hours of execution time", docs.github.com, Actions usage limits),
 #: so a run refused here is one a CI job would have been killed in. Raise it with WALL_ENV.
 MAX_WALL_S, WALL_ENV = 6 * 3600, "TESTBED_MAX_PROCESS_WALL_S"
-#: The row's name: the mode, then the program (or the script an interpreter runs).
+#: The row's name: the mode's word, a hyphen, then the program's name (or the script's an
+#: interpreter runs) without its extension, every other character than A-Z a-z 0-9 _ - as
+#: "-": ``examples/deploy/timestamp.sh`` as --check-http is ``http-timestamp``. So the
+#: name is a bare TOML key and one part of a dotted key, as ``[expect]``, ``--expect
+#: NAME=OUTCOME`` and ``--set expect.NAME=OUTCOME`` need it (a dot would split the key).
 _PREFIX = {"check-http": "http", "deploy-cmd": "deploy"}
+_NOT_IN_A_KEY = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def add_arguments(*parsers: argparse.ArgumentParser, where: str = "") -> None:
@@ -86,7 +92,7 @@ def steps(args: argparse.Namespace) -> list[ProcessStep]:
     made: list[ProcessStep] = []
     for mode, command in commands:
         argv = _argv(mode, command)
-        name = f"{_PREFIX[mode]}:{_program(argv)}"
+        name = row_name(mode, argv)
         if any(s.name == name for s in made):
             raise BadInput(f"--{mode} {command!r}: another row is named {name!r} (one command "
                            "per program and mode)")
@@ -130,6 +136,11 @@ def _argv(mode: str, command: str) -> list[str]:
     elif shutil.which(program) is None:
         raise BadInput(f"--{mode} {command!r}: no program {program!r} on PATH")
     return argv
+
+
+def row_name(mode: str, argv: list[str]) -> str:
+    """The row's name (``_PREFIX``): ``http-timestamp`` for ``--check-http examples/deploy/timestamp.sh``."""
+    return f"{_PREFIX[mode]}-{_NOT_IN_A_KEY.sub('-', Path(_program(argv)).stem)}"
 
 
 def _program(argv: list[str]) -> str:
