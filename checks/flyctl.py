@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
@@ -194,7 +195,8 @@ class FlyctlSmokeCheck:
        (``leasable_machine.go`` ``WaitForState``; fly-go ``flaps_machines_wait.go``:
        server side, clamped to 1-60 s, retried on 408), so with ``wait_reading =
        "long-poll"`` a state entered at any moment counts, judged from the event list
-       (``reached_at``), and the wait returns at that moment. ``"sampled"`` keeps this
+       (``reached_at``); plan.go checks the polls every 1 s (l.791-807), so the wait
+       returns at the first ``poll_s`` tick from the publish at or after that moment. ``"sampled"`` keeps this
        port's earlier reading: a state counts only when a look shows it. Undecided
        machines are looked at every ``poll_s``. A machine the platform gave up on reads
        ``stopped`` and so passes this wait.
@@ -292,7 +294,21 @@ class FlyctlSmokeCheck:
         """When, and in which state, the settled-state wait returned, if it has by this look."""
         if self.wait_reading == "sampled":
             return (look.at_ms, machine.state) if machine.state in self.wait_states else None
-        return reached_at(machine, self.wait_states, publish_started_ms)
+        entered = reached_at(machine, self.wait_states, publish_started_ms)
+        if entered is None:
+            return None
+        # plan.go ``waitForMachineState`` l.791-807 sees a finished long poll only at its
+        # 1 s ticks from the wait's start: flyctl goes on at the first tick at or after
+        # the entry, in the state the machine has then (tests/test_oracle.py found it).
+        tick = self._tick_at_or_after(entered[0], publish_started_ms)
+        if tick > look.at_ms:
+            return None
+        return (tick, machine.state if tick == look.at_ms else entered[1])
+
+    def _tick_at_or_after(self, at_ms: float, publish_started_ms: int) -> int:
+        poll_ms = self.poll_s * 1000
+        ticks = math.ceil(round((at_ms - publish_started_ms) / poll_ms, 9))
+        return publish_started_ms + ticks * round(poll_ms)
 
     def _backoff_s(self, machine_id: str, attempt: int) -> float:
         """The wait after read ``attempt``: jpillora/backoff's, capped at ``backoff_max_s``."""
@@ -365,8 +381,10 @@ class FlyctlSmokeCheck:
                 deadline = opened[machine.id] + window_ms
                 waits.append(min(due[machine.id], deadline) - latest.at_ms)
             else:
+                # The next of waitForMachineState's ticks (every poll_s from the publish).
+                tick = self._tick_at_or_after(latest.at_ms + 1, publish_started_ms)
                 left_ms = publish_started_ms + self.wait_timeout_s * 1000 - latest.at_ms
-                waits.append(min(self.poll_s * 1000, left_ms))
+                waits.append(min(tick - latest.at_ms, left_ms))
         return wait_at_least(min(waits) / 1000)
 
     def _uptime_ms(self, machine: MachineSnapshot) -> int:

@@ -23,9 +23,10 @@ Small models, each from the rules as documented rather than from the code under 
    Beside the checks' verdicts the oracle gives the uncapped truth (``crashed_between``),
    so a test can say where a check differs from it by design (the cap hides crashes).
 
-3. ``decide_flyctl`` and ``decide_min_healthy``: the ``flyctl-smoke`` and ``min-healthy-time``
-   checks' documented rules (their docstrings; fly-go's ``MostRecentStartTimeAfterLaunch``
-   read from its source), restated over the same full histories and cap.
+3. ``decide_flyctl``: flyctl's deploy flow as plan.go runs it (its sources, cited below),
+   and ``decide_min_healthy``: the ``min-healthy-time`` check's documented rules; both
+   restated over the same full histories and cap (fly-go's
+   ``MostRecentStartTimeAfterLaunch`` read from its source).
 
 Imports: ``checks.model`` data types and the standard library only, never ``sim``.
 """
@@ -361,17 +362,60 @@ def decide(kind: str, machines: Sequence[History], publish_ms: int, cap: int, *,
     return Decision(True, None, "crashes-since-publish", t3, t2, t3)
 
 
-# --- flyctl's smoke check, from its documented rules ------------------------------------
+# --- flyctl's smoke check, from plan.go's deploy flow ----------------------------------
 #
-# checks/flyctl.py's docstrings, restated over full histories and a cap (never a capped
-# list): skip a machine asleep when the publish began; wait until it reads one of the
-# wait states (timeout from the publish); then a window of ``window_s`` from the look that
-# saw it settle, read at once and after a backoff of 0.5 s doubling to 2 s; a read passes
-# on uptime over ``min_uptime_s`` and no constant restart, fails on a constant restart; the
-# window running out passes. Looks are shared: the check looks at the soonest read or
-# deadline of any undecided machine, and every machine is seen at every look.
+# Written from superfly/flyctl@ad0172fa as excerpted in the evidence (plan.go
+# ``updateProcessGroup``, ``updateMachineWChecks``, ``waitForMachineState``;
+# machines_launchinput.go ``shouldSkipLaunch``; machines_deploymachinesapp.go
+# ``warnAboutIncorrectListenAddress``; leasable_machine.go ``WaitForState``,
+# ``WaitForSmokeChecksToPass``; fly-go ``flaps_machines_wait.go``; jpillora/backoff v1.0.0)
+# and docs/fidelity.md's flyctl-smoke row, never from checks/flyctl.py. Per machine:
+#
+# 1. ``shouldSkipLaunch`` on the state *before the publish* (plan.go l.369-374: captured
+#    pre-deploy): a machine that existed before the publish is skipped unless it was
+#    started, starting or failed; a new machine (nil) is launched. A skipped machine is
+#    excused at the first look (its wait can only end in a state flyctl accepts).
+# 2. ``waitForMachineState``: three flaps long polls (started, stopped, suspended) that
+#    the server answers when the machine *enters* the state, so an entry at any moment
+#    after the publish counts (``wait_reading="long-poll"``); the sampled reading
+#    (``"sampled"``: the state as read at a look) is the earlier port's. plan.go notices a
+#    finished poll only at its 1 s ticks (l.791-807), counted from the publish, so the
+#    flow goes on at the first tick at or after the entry. No entry by the 5-minute
+#    timeout: a wait timeout (a recoverable error; the retries are not modelled).
+# 3. ``warnAboutIncorrectListenAddress`` (l.1316-1383), for the first launched machine of
+#    the process group to get there only: it returns at once when the machine is
+#    listening, otherwise after ``listen_wait_s``. Not public, assumed as
+#    docs/fidelity.md does: a started machine listens, one not started does not; the
+#    state is read when the wait begins.
+# 4. ``WaitForSmokeChecksToPass``: a ``window_s`` context from there, read at once and
+#    after each backoff (jitter off: jpillora's upper bounds, 0.5 s doubling to 2 s); a
+#    read passes on uptime over ``min_uptime_s`` and no constant restart, fails on a
+#    constant restart; the context running out passes.
+#
+# Looks are shared: the check looks at the soonest tick, read or deadline of any undecided
+# machine (while a machine waits, every tick is looked at), and sees every machine.
 
 ASLEEP = ("stopped", "suspended")
+#: shouldSkipLaunch (machines_launchinput.go l.306): the pre-deploy states that are launched.
+LAUNCHED = ("started", "starting", "failed")
+
+
+def pre_deploy_state(h: History, publish_ms: int) -> str | None:
+    """The machine's state just before the publish; None for a machine the publish created."""
+    if not any(t < publish_ms for t, _ in h.states):
+        return None
+    return h.state_at(publish_ms - 1)
+
+
+def entered_at(h: History, states: Sequence[str], publish_ms: int) -> int | None:
+    """When the machine first entered one of ``states`` after the publish (the long poll).
+
+    The changes in the publish's own millisecond are the update itself (flaps' Update has
+    returned before the wait starts), so only the state they leave counts there.
+    """
+    if h.state_at(publish_ms) in states:
+        return publish_ms
+    return next((t for t, s in h.states if t > publish_ms and s in states), None)
 
 
 def visible_events(h: History, at_ms: int, cap: int) -> list[Event]:
@@ -411,36 +455,60 @@ def constantly_restarting(events: Sequence[Event]) -> bool:
             and (newest.exit_code or 0) != 0)
 
 
-def decide_flyctl(machines: Sequence[History], publish_ms: int, cap: int, horizon_ms: int, *,
+def decide_flyctl(  # noqa: PLR0915 - one loop, step by step as flyctl's flow reads
+        machines: Sequence[History], publish_ms: int, cap: int, horizon_ms: int, *,
                   window_s: float = 10.0, min_uptime_s: float = 10.0,
                   backoff_min_s: float = 0.5, backoff_max_s: float = 2.0,
                   wait_timeout_s: float = 300.0,
                   wait_states: Sequence[str] = ("started", "stopped", "suspended"),
-                  poll_s: float = 1.0) -> Decision | None:
+                  poll_s: float = 1.0, wait_reading: str = "long-poll",
+                  listen_wait_s: float = 15.0) -> Decision | None:
     """flyctl-smoke's verdict, or None when its next look falls after ``horizon_ms``."""
     window, uptime = round(window_s * 1000), round(min_uptime_s * 1000)
+    tick, listen = round(poll_s * 1000), round(listen_wait_s * 1000)
     timeout_at = publish_ms + round(wait_timeout_s * 1000)
-    opened: dict[str, int] = {}
+    smoke_at: dict[str, int] = {}  # when WaitForSmokeChecksToPass starts
     due: dict[str, int] = {}
     failed_reads: dict[str, int] = {}
     done: dict[str, str] = {}
+    listened = False  # one process group: the listen-address wait runs once
+
+    def next_tick(t: int) -> int:
+        return publish_ms + (t - publish_ms) // tick * tick + tick
+
+    def ceil_tick(t: int) -> int:
+        return publish_ms + -(-(t - publish_ms) // tick) * tick
+
     t = publish_ms
     while t <= horizon_ms:
         for h in machines:
             if h.id in done:
                 continue
-            if h.state_at(publish_ms) in ASLEEP:
-                done[h.id] = "skipped"
-                continue
-            if h.id not in opened:
-                if h.state_at(t) in wait_states:
-                    opened[h.id] = due[h.id] = t
-                    failed_reads[h.id] = 0
-                elif t >= timeout_at:
-                    return Decision(False, h.id, "wait-timeout", t)
-                else:
+            if t == publish_ms:
+                before = pre_deploy_state(h, publish_ms)
+                if before is not None and before not in LAUNCHED:
+                    done[h.id] = "skipped"
                     continue
-            if t >= opened[h.id] + window:
+            if h.id not in smoke_at:
+                if wait_reading == "long-poll":
+                    entered = entered_at(h, wait_states, publish_ms)
+                    settled = None if entered is None or entered > t else ceil_tick(entered)
+                else:
+                    settled = t if h.state_at(t) in wait_states else None
+                if settled is None or settled > t:
+                    if t >= timeout_at:
+                        return Decision(False, h.id, "wait-timeout", t)
+                    due[h.id] = min(next_tick(t), timeout_at) if settled is None else settled
+                    continue
+                # Every tick is looked at while a machine waits, so settled == t here.
+                start = t
+                if not listened:
+                    listened = True
+                    if h.state_at(t) != "started":
+                        start = t + listen
+                smoke_at[h.id] = due[h.id] = start
+                failed_reads[h.id] = 0
+            if t >= smoke_at[h.id] + window:
                 done[h.id] = "window-ran-out"
                 continue
             if t < due[h.id]:
@@ -460,12 +528,10 @@ def decide_flyctl(machines: Sequence[History], publish_ms: int, cap: int, horizo
             layer = ("window-ran-out" if "window-ran-out" in layers
                      else "skipped" if layers == {"skipped"} else "uptime")
             return Decision(True, None, layer, t)
-        waits = [
-            min(due[h.id], opened[h.id] + window) - t if h.id in opened
-            else min(round(poll_s * 1000), timeout_at - t)
+        t = min(
+            min(due[h.id], smoke_at[h.id] + window) if h.id in smoke_at else due[h.id]
             for h in machines if h.id not in done
-        ]
-        t += _ceil_ms(min(waits) / 1000)
+        )
     return None
 
 

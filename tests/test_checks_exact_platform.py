@@ -613,15 +613,26 @@ def test_flyctl_an_unsettled_machine_does_not_hold_up_reading_the_others() -> No
 
 
 def test_flyctl_a_machine_not_due_does_not_hold_up_reading_the_others() -> None:
-    """m1's read is not due at +1.2 s; m2 is read then (and passes), so its later crash is not read."""
+    """m2 is read (and passes) while m1 is still not due; m2's crash at +2.9 s is never read.
+
+    The looks follow the check's own waits (flyctl reads on its 1 s ticks and backoff), over
+    a timeline: m1 shows no uptime until +2.5 s, m2 is proven from +1.1 s, crashes at +2.9 s.
+    """
     proven = (start(-20_000), launch(-30_000))
-    crashing = (crash(1_400, count=3), *proven)
-    looks = [
-        look(1_000, _no_uptime(1_000), snap("m2", 1_000, "starting", UPDATE)),
-        look(1_200, _no_uptime(1_200), snap("m2", 1_200, "started", *proven)),
-        look(1_500, snap("m1", 1_500, "started", *proven), snap("m2", 1_500, "started", *crashing)),
-    ]
-    assert decided(FlyctlSmokeCheck().next(T0, looks)).ok
+    crashing = (crash(2_900, count=3), *proven)
+
+    def at(t: int) -> Look:
+        m1 = _no_uptime(t) if t < 2_500 else snap("m1", t, "started", *proven)
+        m2_events = (UPDATE,) if t < 1_100 else proven if t < 2_900 else crashing
+        return look(t, m1, snap("m2", t, "starting" if t < 1_100 else "started", *m2_events))
+
+    looks, check = [at(1_000)], FlyctlSmokeCheck()
+    step = check.next(T0, looks)
+    while isinstance(step, Wait):
+        looks.append(at(looks[-1].at_ms - T0 + round(step.seconds * 1000)))
+        step = check.next(T0, looks)
+    assert decided(step).ok
+    assert looks[-1].at_ms - T0 < 2_900
 
 
 def test_every_check_names_itself_when_it_fails_safe() -> None:

@@ -154,11 +154,12 @@ def test_the_first_machine_settled_not_started_waits_for_its_listen_address() ->
     gave_up = snap("stopped", 1_000, crash(900, 0, restarting=False), UPDATE, RAN, LAUNCH)
     up = snap("started", 1_000, start(800), UPDATE, mid="m2")  # no launch listed: no uptime
     looks = [Look(T0 + 1_000, (gave_up, up))]
-    # m1 settled at +0.9 s stopped: its window opens at +15.9 s; m2 is read at once.
-    assert FlyctlSmokeCheck().next(T0, looks) == Wait(0.3)  # m2's next read, at +1.3 s
+    # Both waits end at plan.go's +1.0 s tick (waitForMachineState checks every 1 s): m1
+    # reads stopped there, so its window opens at +16.0 s; m2 is read at once.
+    assert FlyctlSmokeCheck().next(T0, looks) == Wait(0.5)  # m2's next read, at +1.5 s
     alone = [Look(T0 + 1_000, (gave_up,))]
-    assert FlyctlSmokeCheck().next(T0, alone) == Wait(14.9)
-    assert FlyctlSmokeCheck(listen_wait_s=0).next(T0, alone) == Wait(0.4)
+    assert FlyctlSmokeCheck().next(T0, alone) == Wait(15.0)
+    assert FlyctlSmokeCheck(listen_wait_s=0).next(T0, alone) == Wait(0.5)
 
 
 @given(seed=st.integers(0, 2**32), attempt=st.integers(0, 12), machine=st.text(max_size=8))

@@ -333,6 +333,10 @@ def test_the_incident_fails_flyctl_as_constantly_restarting_and_fails_nomad() ->
     # +0.4 s: the exit with restart_count 2 is the third, at +0.4 + 2 * 3.2 + 2.5 = +9.3 s,
     # first read at +10.5 s, inside the window.
     assert smoke.at_ms - PUBLISH_MS == 10_500
+    # The check too: it once opened the window at the long poll's entry (+0.4 s) and
+    # failed at +9.9 s, a moment flyctl, which notices the poll at its 1 s tick, never reads.
+    assert drive_world(FlyctlSmokeCheck(), world(*machines, horizon_s=HORIZON_S)).decided_at_ms == (
+        PUBLISH_MS + 10_500)
     nomad = oracle.decide_min_healthy(histories, PUBLISH_MS, cap, HORIZON_MS,
                                       healthy_deadline_s=60.0)
     assert nomad is not None
@@ -353,10 +357,13 @@ def test_start_after_launch_keeps_fly_gos_quirks() -> None:
 
 
 def _flyctl_options(check: FlyctlSmokeCheck) -> dict[str, object]:
+    # The oracle knows jpillora's bounds, not the check's seeded draws.
+    assert check.jitter_seed is None
     return {"window_s": check.window_s, "min_uptime_s": check.min_uptime_s,
             "backoff_min_s": check.backoff_min_s, "backoff_max_s": check.backoff_max_s,
             "wait_timeout_s": check.wait_timeout_s, "wait_states": check.wait_states,
-            "poll_s": check.poll_s}
+            "poll_s": check.poll_s, "wait_reading": check.wait_reading,
+            "listen_wait_s": check.listen_wait_s}
 
 
 def _min_healthy_options(check: MinHealthyTimeCheck) -> dict[str, object]:

@@ -148,14 +148,20 @@ def test_flyctl_smoke_fails_only_on_a_constant_restart(w: World) -> None:
 
 @given(w=worlds)
 def test_flyctl_smoke_decides_within_its_window(w: World) -> None:
-    """Once every machine reads started, the smoke check decides within its 10 s window."""
-    check = FlyctlSmokeCheck()
+    """Once every machine reads started, the smoke check decides within its 10 s window.
+
+    Without the listen-address wait, which delays the first machine's window by 15 s
+    when it reads not started at plan.go's tick.
+    """
+    check = FlyctlSmokeCheck(listen_wait_s=0.0)
     run = drive_world(check, w)
     opened = first_all_started(run.looks)
     if opened is None:
         return
     assert run.decided_at_ms is not None
-    assert run.decided_at_ms - opened.at_ms <= check.window_s * 1000
+    # plan.go notices a machine's settled state at its next 1 s tick (waitForMachineState),
+    # so a window may open up to poll_s after the machine first reads started.
+    assert run.decided_at_ms - opened.at_ms <= (check.window_s + check.poll_s) * 1000
 
 
 @given(
