@@ -352,3 +352,78 @@ def hunt(
     name = check_name(make(base.check.model_dump()))  # built once here: a bad spec stops here
     return _hunt(base, name, make, budget=budget, seed=seed, progress=progress,
                  check_budget=limits)
+
+
+# --- figures from the front door (matplotlib, the `plot` extra, imported only when drawn) ---
+
+__all__ += ["heatmap", "timeline"]
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+_NEEDS_PLOT = "needs matplotlib: pip install 'platform-simulator-testbed[plot]'"
+
+
+def timeline(
+    scenario: ScenarioLike,
+    checks: Sequence[CheckLike] | CheckLike = (),
+    seed: int | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Figure:
+    """Each check's traced run of one world on one time axis: the figure ``--timeline`` draws.
+
+    No checks means every built-in; ``seed`` defaults to the scenario's. With ``path`` the
+    figure is also written there (format from the suffix, judged before any run).
+    """
+    from platform_testbed.checks.registry import BUILTIN_CHECKS  # noqa: PLC0415 -- kept with its use
+    from platform_testbed.sim.runtime.outputs import check_image  # noqa: PLC0415
+
+    target = None if path is None else _figure_path(path, check_image)
+    try:
+        from platform_testbed.sim.show.plot import compare_timelines, save_timeline  # noqa: PLC0415
+    except ModuleNotFoundError:
+        raise BadInput(f"timeline: {_NEEDS_PLOT}") from None
+    loaded = _scenario(scenario)
+    chosen = _checks(checks) or list(BUILTIN_CHECKS)
+    results = [run(loaded, check, seed, options=options, trace=True) for check in chosen]
+    if target is not None:
+        save_timeline(target, loaded, results)
+    return compare_timelines(loaded, results)
+
+
+def _figure_path(path: object, check_image: Any) -> Path:
+    """``path`` as a figure's file, judged before any run: BadInput (one line) if it is not one."""
+    if not isinstance(path, str | os.PathLike):
+        raise BadInput(f"path: a file path for the figure (got {type(path).__name__})")
+    try:
+        return cast(Path, check_image("path", Path(os.fspath(path))))
+    except (ValueError, UnicodeError) as error:  # a NUL byte, a lone surrogate
+        raise BadInput(f"path: not a usable file name ({error})") from None
+
+
+def heatmap(result: SweepRows, x: str | None = None, y: str | None = None,
+            title: str | None = None) -> Figure:
+    """The miss-rate heatmap of a finished ``sweep``: its ``[heatmap]`` x and y (else its first
+    two axes), one panel per check, other axes pooled; titled with the sweep's name."""
+    if not isinstance(result, SweepRows):
+        raise BadInput(f"result: a finished api.sweep(...) (got {type(result).__name__})")
+    for name, value in (("x", x), ("y", y), ("title", title)):
+        if value is not None and not isinstance(value, str):
+            raise BadInput(f"{name}: a string (got {type(value).__name__})")
+    try:
+        from platform_testbed.sim.sweep.heatmap import heatmap as _heatmap  # noqa: PLC0415
+    except ModuleNotFoundError:
+        raise BadInput(f"heatmap: {_NEEDS_PLOT}") from None
+    keys = result.sweep.heatmap or result.sweep.keys
+    if len(keys) < 2 and (x is None or y is None):
+        raise BadInput("heatmap: the sweep has one axis; a heatmap needs two")
+    x, y = x or keys[0], y or keys[1]
+    for name, key in (("x", x), ("y", y)):
+        if key not in result.sweep.keys:
+            raise BadInput(f"heatmap: {name} {key!r} is not one of the axes "
+                           f"({', '.join(result.sweep.keys)})")
+    names = list(dict.fromkeys(str(r["check"]) for r in result.rows))
+    return _heatmap(result.rows, x, y, names,
+                    title=title or f"{result.sweep.name}: where {', '.join(names)} miss, {x} × {y}")

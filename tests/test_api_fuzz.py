@@ -85,6 +85,12 @@ SCENARIO = "sept25-crash-loop"
 TINY_SWEEP = {"scenario": SCENARIO, "checks": ["count"], "seeds": 1,
               "axes": {"release.crash_after_s": [2.5]}}
 
+def _tiny_sweep() -> object:
+    """A finished sweep of two worlds, for the heatmap (two axes, one value on one)."""
+    return api.sweep({**TINY_SWEEP, "axes": {"release.crash_after_s": [2.5, 5.0],
+                                             "check.look_delay_s": [5.0]}})
+
+
 #: For each public function: how to draw its arguments (positional, keyword).
 CALLS: dict[str, tuple[Callable[..., object], st.SearchStrategy[tuple[list[object], dict[str, object]]]]] = {
     "load_scenario": (api.load_scenario, st.tuples(
@@ -118,6 +124,16 @@ CALLS: dict[str, tuple[Callable[..., object], st.SearchStrategy[tuple[list[objec
         st.fixed_dictionaries({"budget": either(1)},
                               optional={"scenario": either(SCENARIO), "seed": either(0, 7),
                                         "progress": either(None, lambda *a: None)}))),
+    # The figures (issue 21): one cheap check, a file or none; a finished tiny sweep.
+    "timeline": (api.timeline, st.tuples(
+        st.lists(either(SCENARIO), min_size=1, max_size=1),
+        st.fixed_dictionaries({}, optional={"checks": either("count"), "seed": either(None, 3),
+                                            "path": either(None),  # a good one: test_figures_glance
+                                            "options": either(None, {"look_delay_s": 5})}))),
+    "heatmap": (api.heatmap, st.tuples(
+        st.lists(either(_tiny_sweep()), min_size=1, max_size=1),
+        st.fixed_dictionaries({}, optional={"x": either(None, "release.crash_after_s"),
+                                            "title": either(None, "t")}))),
 }
 
 

@@ -96,8 +96,8 @@ def add_arguments(parser: argparse.ArgumentParser, single: bool = False) -> None
     parser.add_argument(
         "--check-cmd", action="append", default=[], metavar="COMMAND",
         help="the check to hunt, run as a subprocess speaking JSON Lines "
-        "(docs/check-protocol.md), instead of --check; exactly one" if single else
-        "a check run as a subprocess speaking JSON Lines (docs/check-protocol.md); "
+        "(the project's docs/check-protocol.md), instead of --check; exactly one" if single else
+        "a check run as a subprocess speaking JSON Lines (the project's docs/check-protocol.md); "
         "runs beside the --check ones (alone when there are none); repeatable",
     )
     parser.add_argument(

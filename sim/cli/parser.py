@@ -239,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     series = sub.add_parser(
         "series", help="several publishes (apps, one day), every check in each",
         description="Run every check in every publish of a series file "
-        "(scenarios/series/*.toml): a row per publish, and per check how many publishes it "
+        "(a .toml path, or a shipped series' name): a row per publish, and per check how many publishes it "
         "let go live that the reconciler failed later. Exit 1 if expect_late_failures fails.",
     )
     series.add_argument("series", help="a shipped series name (sept25-three-publishes) or a .toml path")

@@ -98,7 +98,8 @@ def describe(result: HuntResult, found: Found) -> str:
     return (
         f"Found by testbed hunt (seed {result.seed}): {result.check} {wrong}: {found.why}. "
         f"Changed from {base.name}: {diff}. Chosen by the hunt from lists of round values, "
-        f"not measured; not public for Fly, so assumed: {', '.join(ASSUMED)} (docs/fidelity.md)."
+        f"not measured; not public for Fly, so assumed: {', '.join(ASSUMED)} "
+        "(the project's docs/fidelity.md)."
     )
 
 
