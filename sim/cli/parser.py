@@ -172,7 +172,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_gate_options(comp)
     _add_debug(comp)
     checkcmd.add_arguments(comp)
-    twinopts.add_arguments(comp)
     comp.set_defaults(handler=_command)
 
     rep = sub.add_parser(
@@ -222,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_limits(comp, rep, table)
     junit.add_argument(comp, rep, table)
     checkcmd.add_arguments(table)
+    twinopts.add_arguments(comp, table)  # checks: a row in every shipped scenario's worlds
     table.set_defaults(handler=_command)
 
     series = sub.add_parser(
