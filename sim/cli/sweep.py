@@ -123,11 +123,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         at_most("--workers", args.workers, env_limit(WORKERS_ENV, MAX_WORKERS), WORKERS_ENV)
     if args.workers is not None and args.dask:
         raise BadInput("--workers and --dask: choose one (Dask decides its own workers)")
-    if args.dask is not None:  # judged and reached before any world (calibration) runs
-        args.dask = check_scheduler(args.dask)
     gate = fail_on(args.fail_on, OUTCOMES)
     args.junit = junit.checked(args)
+    # What the sweep asks of its processes is refused first: no scheduler is needed for it.
     sweep, steps = _with_processes(sweep, args)
+    if args.dask is not None:  # judged and reached before any world (calibration) runs
+        args.dask = check_scheduler(args.dask)
     out = Path(args.out) if args.out else DEFAULT_OUT_DIR / f"{sweep.name}.csv"
     if not args.out and out.exists() and not args.force:
         raise BadInput(f"--out: {out} exists (a previous sweep's rows): name another --out, "
