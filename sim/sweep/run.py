@@ -78,10 +78,12 @@ class _InOrder:
     def _hand_on(self, lo: int) -> None:
         rows = self.done.pop(lo)
         assert self.sink is not None
-        self.sink(rows)
+        # Counted before the sink runs: a sink that writes a batch whole and then lets a
+        # held Ctrl-C through (``streaming_rows``) has handed these rows on.
         self.tally.add(rows)
         self.streamed += len(rows)
         self.next = self.ends[lo]
+        self.sink(rows)
 
     def finish(self) -> list[Row]:
         """Hand on (or return, with no sink) what is left, in unit order, gaps and all."""
