@@ -29,6 +29,7 @@ from platform_testbed.sim.cli.compareopts import (
     fail_on,
     failed_on,
 )
+from platform_testbed.sim.cli.pool import seed_runner
 from platform_testbed.sim.config import scenario
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
 from platform_testbed.sim.config.scenario import BadInput, parse_value
@@ -136,8 +137,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     first_seed(seed)
     recorder = Recorder(loaded.publish_started_ms, loaded.check.model_dump(), setups(built))
     seeds: Iterable[int] = range(seed, seed + args.runs)
+    runner = seed_runner(args, loaded, names_asked, _options(args.check_opt))  # None: here
     # A bar on stderr for long comparisons, only where a person watches (never in CI logs).
-    if args.runs >= 50 and sys.stderr.isatty():
+    if args.runs >= 50 and sys.stderr.isatty() and runner is None:
         from rich.console import Console  # noqa: PLC0415 -- rich only when a bar is shown
         from rich.progress import track  # noqa: PLC0415
 
@@ -149,7 +151,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     keep = (not args.summary and args.runs <= INLINE_RUNS) or bool(args.junit)
     with details(args.details, args.force, loaded.publish_started_ms) as on_run:
         result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
-                         setups=setups(built), keep_runs=keep, on_run=on_run)
+                         setups=setups(built), keep_runs=keep, on_run=on_run, runner=runner)
     junit.write(args.junit, [junit.compare_suite(result, fail_on=gate)])
     if args.record:
         recorder.save(args.record, args.force)
@@ -216,7 +218,8 @@ def cmd_checks(args: argparse.Namespace) -> int:
         built = build_checks(names, loaded.check, extra)
         reports.append(compare(loaded, [b.check for b in built],
                                range(loaded.seed, loaded.seed + args.runs), setups=setups(built),
-                               keep_runs=bool(args.junit)))
+                               keep_runs=bool(args.junit),
+                               runner=seed_runner(args, loaded, names, extra)))
         rules = {b.setup.name: _rule(b.check) for b in built}
     rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
     junit.write(args.junit, [junit.compare_suite(r, "checks") for r in reports])

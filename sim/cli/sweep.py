@@ -22,8 +22,9 @@ from rich.text import Text
 
 from platform_testbed.sim.checkload.budget import apply_check_limits
 from platform_testbed.sim.cli.compareopts import fail_on, failed_on
+from platform_testbed.sim.cli.pool import MAX_WORKERS, WORKERS_ENV, check_workers
 from platform_testbed.sim.config.scenario import OUTCOMES
-from platform_testbed.sim.config.settings import BadInput, at_most, env_limit
+from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.runtime.outputs import check_image
 from platform_testbed.sim.show import junit
 from platform_testbed.sim.sweep.file import Sweep, load_sweep
@@ -38,13 +39,10 @@ from platform_testbed.sim.sweep.run import run_sweep
 from platform_testbed.sim.sweep.units import Row
 
 EXIT_OK, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 130
+__all__ = ["MAX_WORKERS", "WORKERS_ENV", "cmd_sweep", "sweep_progress"]
 #: Where the rows go when --out does not say: a folder of outputs, never the working folder
 #: itself (a sweep once rewrote a committed CSV at the top of the checkout in silence).
 DEFAULT_OUT_DIR = Path("out")
-#: The most local worker processes: each holds a simulator (tens of MB), and past a few per
-#: core they only contend. Raise it with TESTBED_MAX_WORKERS.
-MAX_WORKERS = 256
-WORKERS_ENV = "TESTBED_MAX_WORKERS"
 
 
 class _RateColumn(ProgressColumn):
@@ -101,10 +99,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     """Run a sweep file; write its rows; print the summary."""
     apply_check_limits(args)  # before the pool starts: its workers inherit the limits
     sweep = load_sweep(args.sweep)
-    if args.workers is not None:
-        at_most("--workers", args.workers, env_limit(WORKERS_ENV, MAX_WORKERS), WORKERS_ENV)
-    if args.workers is not None and args.dask:
-        raise BadInput("--workers and --dask: choose one (Dask decides its own workers)")
+    check_workers(args)
     gate = fail_on(args.fail_on, OUTCOMES)
     args.junit = junit.checked(args)
     out = Path(args.out) if args.out else DEFAULT_OUT_DIR / f"{sweep.name}.csv"
