@@ -9,7 +9,7 @@ from .protocol import Check, Step
 from .registry import BUILTIN_CHECKS, make_check
 from .restarts import RestartCounterCheck
 
-__all__ = [
+__all__ = (
     "BUILTIN_CHECKS",
     "MACHINE_STATES",
     "Check",
@@ -27,4 +27,4 @@ __all__ = [
     "Verdict",
     "Wait",
     "make_check",
-]
+)

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from .failsafe import lost_machines
-from .memo import LookMemo
+from .memo import PerCheck
 from .minhealthy import newest_start_ms
 from .model import Look, MachineSnapshot, Verdict, Wait
 from .options import COUNT, INTERVAL, SECONDS, refuse_out_of_range
@@ -136,10 +136,6 @@ class _Tally:
         return False
 
 
-#: The tally of the looks so far, kept between a drive's calls (see ``checks.memo``).
-_TALLIES: LookMemo[_Tally] = LookMemo()
-
-
 @dataclass(frozen=True)
 class CircuitBreakerCheck:
     """Fail once failed tasks reach the threshold; pass once every task is healthy.
@@ -181,6 +177,10 @@ class CircuitBreakerCheck:
     rollback: bool = True
     poll_s: float = field(default=1.0, metadata=INTERVAL)
     name = "circuit-breaker"
+    #: This object's fold of the looks so far, and the machine ids they showed, kept
+    #: between a drive's calls (``checks.memo``): not fields, never compared.
+    _tallies = PerCheck[_Tally]()
+    _seen = PerCheck[dict[str, int]]()
 
     def __post_init__(self) -> None:
         refuse_out_of_range(self)
@@ -200,12 +200,12 @@ class CircuitBreakerCheck:
         """Return the next wait, or trip the breaker, or pass once every task is healthy."""
         if not looks:
             return Wait(0.0)
-        if lost := lost_machines(self.name, looks):
+        if lost := lost_machines(self.name, looks, self._seen):
             return lost
         latest = looks[-1]
         threshold = self.threshold_for(len(latest.machines))
-        key = (self, publish_started_ms)
-        tally, unseen = _TALLIES.resume(key, looks, _Tally)
+        key = publish_started_ms
+        tally, unseen = self._tallies.resume(key, looks, _Tally)
         healthy_after_ms = self.healthy_after_s * 1000
         for look in unseen:
             tally.see(look, publish_started_ms, healthy_after_ms)
@@ -215,7 +215,7 @@ class CircuitBreakerCheck:
             return self._tripped(tally.counted, threshold, len(latest.machines))
         step = self._judge(tally.count, threshold, latest, publish_started_ms)
         if isinstance(step, Wait):
-            _TALLIES.keep(key, looks, tally)
+            self._tallies.keep(key, looks, tally)
         return step
 
     def _judge(self, count: int, threshold: int, latest: Look, publish_started_ms: int) -> Step:

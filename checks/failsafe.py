@@ -7,10 +7,6 @@ from collections.abc import Sequence
 from .memo import LookMemo
 from .model import Look, Verdict
 
-#: Every machine id seen in the looks before the newest, at the first look that had it
-#: (in the order the looks list them), kept between calls (see ``checks.memo``).
-_SEEN: LookMemo[dict[str, int]] = LookMemo()
-
 
 def first_seen(looks: Sequence[Look], seen: dict[str, int] | None = None) -> dict[str, int]:
     """Each machine id in ``looks`` -> the time of the first look that lists it, in that order.
@@ -24,15 +20,18 @@ def first_seen(looks: Sequence[Look], seen: dict[str, int] | None = None) -> dic
     return seen
 
 
-def lost_machines(name: str, looks: Sequence[Look]) -> Verdict | None:
+def lost_machines(
+    name: str, looks: Sequence[Look], memo: LookMemo[dict[str, int]] | None = None
+) -> Verdict | None:
     """A failing verdict if the newest look is empty or lacks a machine an earlier look had.
 
     A check that judges "every machine" would pass vacuously on a look with no machines,
     and a machine that vanished from the API's answer cannot be shown healthy: either
     way the gate cannot see what it approves, so it fails safe and says why. The machine
-    named is the first missing one in look order. A driver that calls it with one more
-    look each time folds each look once (the ids seen are kept between calls), so its
-    work per call is the newest look's machines.
+    named is the first missing one in look order. With a ``memo`` (the calling check's
+    own, see ``checks.memo``), a driver that calls it with one more look each time folds
+    each look once (the ids seen are kept between calls), so its work per call is the
+    newest look's machines; without one it folds every look.
     """
     if not looks:
         return None
@@ -45,13 +44,14 @@ def lost_machines(name: str, looks: Sequence[Look]) -> Verdict | None:
             layer="no-machines",
         )
     before = looks[:-1]
-    # No check object here: the ids seen depend on the looks alone, so every check shares them.
-    seen, unseen = _SEEN.resume(None, before, dict)
+    # Keyed by nothing: the ids seen depend on the looks alone.
+    seen, unseen = (dict[str, int](), before) if memo is None else memo.resume(None, before, dict)
     first_seen(unseen, seen)
     present = {m.id for m in latest.machines}
     machine_id = next((key for key in seen if key not in present), None)
     if machine_id is None:
-        _SEEN.keep(None, before, seen)
+        if memo is not None:
+            memo.keep(None, before, seen)
         return None
     return Verdict(
         False,

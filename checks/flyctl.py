@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from .failsafe import lost_machines
-from .memo import LookMemo
+from .memo import PerCheck
 from .model import Event, Look, MachineSnapshot, Verdict, Wait
 from .options import INTERVAL, SECONDS, refuse_out_of_range
 from .protocol import Step
@@ -21,10 +23,70 @@ CRASHING = "the app appears to be crashing"
 FLYCTL_COMMIT = "ad0172face303b77584eea95b46fa3ddc61d5ddd"
 FLY_GO_COMMIT = "22d6e518f42d50a81b4485da918741563354b3d3"
 
-#: States in which flyctl leaves a machine as it is (``shouldSkipLaunch``): the pre-deploy
-#: state is neither started, starting nor failed. Only the two a machine can be in when a
-#: publish finds it asleep are modelled.
+#: The pre-deploy states in which flyctl launches (starts and checks) a machine; it skips
+#: every other state (``internal/command/deploy/machines_launchinput.go``
+#: ``shouldSkipLaunch`` l.296-315: ``started``, ``starting``, ``failed``).
+LAUNCHED = ("started", "starting", "failed")
+#: The states of a machine asleep at a publish (a look in the publish's own instant).
 ASLEEP = ("stopped", "suspended")
+#: flyctl's listen-address wait (``machines_deploymachinesapp.go``
+#: ``defaultListenAddressCheckTimeout`` l.1276): at least 15 s.
+LISTEN_WAIT_S = 15.0
+
+
+def pre_deploy_state(machine: MachineSnapshot, publish_started_ms: int) -> str | None:
+    """The machine's state before the publish, read from its events older than the publish.
+
+    flyctl reads it from ``List`` before any update (``plan.go``
+    ``updateExistingMachinesWRecovery``, ``originalMachine`` l.369-374). A look after the
+    publish can only show it through the events that predate the publish: the newest such
+    event's status is the state it left (``start/started`` -> started, ``exit/stopped`` ->
+    stopped, ``launch/created`` -> created, ...). An exit with ``restarting = true`` means
+    flyd was restarting the machine; its state then is not public: assumed ``starting``.
+    None when the list kept no event from before the publish.
+    """
+    for event in machine.events:  # newest first
+        if event.timestamp < publish_started_ms:
+            if event.type == "exit" and event.restarting:
+                return "starting"
+            return event.status or None
+    return None
+
+
+def reached_at(
+    machine: MachineSnapshot, states: Sequence[str], since_ms: int
+) -> tuple[int, str] | None:
+    """When, and in which state, the machine first entered ``states`` since ``since_ms``.
+
+    flyctl waits through the flaps long poll (``plan.go`` ``waitForMachineState``,
+    ``leasable_machine.go`` ``WaitForState``; fly-go ``flaps_machines_wait.go``): a state
+    entered at any moment within the timeout counts, not only one a sample happens to
+    catch. Judged here from the visible event list (an event's status is the state it
+    enters), and the look's own state at its time. A requested-stop exit is the update's
+    own stop of the old process, before flyctl starts waiting: not counted (assumed; what
+    ``/wait`` answers for it is not public, nor whether it answers a machine already in
+    the state).
+    """
+    found = (machine.at_ms, machine.state) if machine.state in states else None
+    for event in machine.events:  # newest first: the last match is the earliest
+        if event.timestamp < since_ms:
+            break
+        counts = event.status in states and not (event.type == "exit" and event.requested_stop)
+        if counts and (found is None or event.timestamp <= found[0]):
+            found = (event.timestamp, event.status)
+    return found
+
+
+def jittered(low_s: float, high_s: float, seed: int, machine_id: str, attempt: int) -> float:
+    """A uniform draw in [low_s, high_s], a pure function of (seed, machine, attempt).
+
+    jpillora/backoff v1.0.0 ``ForAttempt`` draws ``rand.Float64()`` from Go's global source;
+    a check must stay a pure function of its inputs, so the draw is a hash of the run's
+    seed instead of a random generator's state.
+    """
+    digest = hashlib.blake2b(f"{seed}:{machine_id}:{attempt}".encode(), digest_size=8).digest()
+    unit = int.from_bytes(digest, "big") / 2**64
+    return low_s + (high_s - low_s) * unit
 
 
 def most_recent_start_after_launch(events: Sequence[Event]) -> int | None:
@@ -81,70 +143,101 @@ class _Outcome:
 class _Reads:
     """flyctl's per-machine progress over the looks so far, folded look by look."""
 
-    __slots__ = ("asleep", "done", "due", "opened", "reads")
+    __slots__ = ("done", "due", "existing", "listened", "opened", "reads", "skipped")
 
-    def __init__(self, first: Look) -> None:
-        #: Machines asleep in the publish's first look: skipped, never checked.
-        self.asleep = frozenset(m.id for m in first.machines if m.state in ASLEEP)
+    def __init__(self, first: Look, publish_started_ms: int) -> None:
+        #: Machines of the publish's first look existed before it; a later one is new.
+        self.existing = frozenset(m.id for m in first.machines)
+        #: Per machine: its pre-deploy state, when it says skip (shouldSkipLaunch).
+        self.skipped: dict[str, str] = {}
         #: Per machine: when its smoke window opened, its next read is due, reads so far.
-        self.opened: dict[str, int] = {}
+        self.opened: dict[str, float] = {}
         self.due: dict[str, float] = {}
         self.reads: dict[str, int] = {}
         self.done: dict[str, _Outcome] = {}
-
-
-#: The reads of the looks so far, kept between a drive's calls (see ``checks.memo``).
-_READS: LookMemo[_Reads] = LookMemo()
+        #: Whether the one listen-address wait (first machine of the group) was taken.
+        self.listened = False
+        for machine in first.machines:
+            state = pre_deploy_state(machine, publish_started_ms)
+            if state is None and first.at_ms == publish_started_ms and machine.state in ASLEEP:
+                # The simulator updates and looks in one instant: a machine that instant
+                # shows stopped or suspended was not running, and the update left it so.
+                state = machine.state
+            if state is not None and state not in LAUNCHED:
+                self.skipped[machine.id] = state
 
 
 @dataclass(frozen=True)
 class FlyctlSmokeCheck:
     """flyctl's rolling deploy, per machine: wait for a settled state, then a 10 s smoke check.
 
-    Ported from superfly/flyctl at commit ``ad0172fa`` (FLYCTL_COMMIT), line by line where
-    one check object can follow it:
+    Ported from superfly/flyctl at commit ``ad0172fa`` (FLYCTL_COMMIT), the path
+    ``internal/command/deploy/plan.go`` runs (``updateMachinesWRecovery``), line by line
+    where one check object can follow it. flyctl takes that path only when
+    ``deploy-retries`` > 0 (``machines_deploymachinesapp.go`` ``updateExistingMachines``
+    l.603-610); its default, ``auto``, reads a LaunchDarkly flag (``deploy.go`` l.626-634)
+    whose value is not public.
 
-    1. **Skipped machines.** ``internal/command/deploy/machines_launchinput.go``
-       ``shouldSkipLaunch``: a machine whose pre-deploy state is not started, starting or
-       failed (asleep: stopped or suspended) is updated without being started, and
-       ``plan.go`` ``updateMachineWChecks`` returns success for it before any smoke check
-       (``machines_deploymachinesapp.go`` ``waitForMachine`` does the same on the other
-       path). Here the pre-deploy state is the machine's state in the publish's first look
-       (taken when the publish begins); a machine that first appears later was created by
-       the deploy and is never skipped (``origMachineRaw == nil``; standbys not modelled).
+    1. **Skipped machines.** ``machines_launchinput.go`` ``shouldSkipLaunch`` l.296-315:
+       a machine whose pre-deploy state is not started, starting or failed (``LAUNCHED``)
+       is updated without being started, and ``plan.go`` ``updateMachineWChecks`` returns
+       success for it before any smoke check. The pre-deploy state is the one before the
+       update (``plan.go`` ``originalMachine``), read from the events older than the
+       publish (``pre_deploy_state``), never from whatever the first look happened to
+       see; only a look in the publish's own instant, as the simulator takes, stands for
+       it when no such event is listed. A machine whose pre-deploy state cannot be read is
+       checked (fail-safe). A machine that first appears after the first look was created
+       by the deploy and is never skipped (``origMachineRaw == nil``; standbys not modelled).
     2. **Wait for a settled state.** ``plan.go`` ``updateMachineWChecks`` calls
-       ``waitForMachineState(ctx, lm, ["stopped", "started", "suspended"], md.waitTimeout)``;
-       ``waitTimeout`` defaults to 5 min (``machines.go`` ``DefaultWaitTimeout``) and a
-       timeout fails the deploy. ``WaitForState`` long-polls flaps, so a state is seen at
-       the first look that shows it; undecided machines are looked at every ``poll_s``
-       (``waitForMachineState`` sleeps 1 s between checks). A machine the platform gave
-       up on reads ``stopped`` and so passes this wait. With ``--deploy-retries 0``
-       flyctl takes the other path (``machines_deploymachinesapp.go`` ``waitForMachine``:
-       ``WaitForState(started)`` only): set ``wait_states = ["started"]`` to model it.
-       Which path runs by default depends on a LaunchDarkly flag (``deploy.go``,
-       ``deploy-retries`` = ``auto``) whose value is not public.
-    3. **Smoke check, per machine.** ``internal/machine/leasable_machine.go``
-       ``WaitForSmokeChecksToPass``: a 10 s context opened when that machine settled;
-       reads at once, then after a backoff of 500 ms doubling to 2 s (jitter dropped, so
-       runs stay deterministic), each cut short by the deadline. Per read: pass once
-       uptime since ``MostRecentStartTimeAfterLaunch`` is over 10 s and the machine is not
-       constantly restarting; pass at the deadline (``DeadlineExceeded`` returns nil);
-       fail with "the app appears to be crashing" when ``isConstantlyRestarting``. Uptime
-       is measured on the platform clock of the snapshot (flyctl uses its own clock).
-    4. **No rollback.** The rolling strategy (``updateMachinesWRecovery`` with
+       ``waitForMachineState(ctx, lm, ["stopped", "started", "suspended"], md.waitTimeout)``
+       (5 min, ``machines.go`` ``DefaultWaitTimeout``); a timeout ends the deploy here (its
+       retry is not modelled, see below). Each state is a flaps long poll
+       (``leasable_machine.go`` ``WaitForState``; fly-go ``flaps_machines_wait.go``:
+       server side, clamped to 1-60 s, retried on 408), so with ``wait_reading =
+       "long-poll"`` a state entered at any moment counts, judged from the event list
+       (``reached_at``); plan.go checks the polls every 1 s (l.791-807), so the wait
+       returns at the first ``poll_s`` tick from the publish at or after that moment. ``"sampled"`` keeps this
+       port's earlier reading: a state counts only when a look shows it. Undecided
+       machines are looked at every ``poll_s``. A machine the platform gave up on reads
+       ``stopped`` and so passes this wait.
+    3. **Listen-address wait.** ``machines_deploymachinesapp.go``
+       ``warnAboutIncorrectListenAddress`` l.1316-1383, called by ``updateMachineWChecks``
+       after the wait and before the smoke check, once per process group (the first
+       machine to get there): it polls the machine's processes for up to
+       ``max(15 s, largest grace_period)`` and ends early once the app listens on the
+       expected port. What it sees on a machine that is not started is not public:
+       assumed no listener, so a first machine that settled in any state but started
+       waits ``listen_wait_s`` in full; one that settled started is assumed to listen at
+       once. 0 turns the wait off (no TCP service).
+    4. **Smoke check, per machine.** ``leasable_machine.go`` ``WaitForSmokeChecksToPass``
+       l.314-365: a 10 s context opened when the waits above returned; reads at once, then
+       after jpillora/backoff v1.0.0's wait (Min 0.5 s, Max 2 s, Factor 2, Jitter:
+       uniform in [0.5 s, 0.5 * 2^k s], capped at 2 s), each cut short by the deadline.
+       With ``jitter_seed`` unset the waits are the upper bounds (0.5, 1, 2, 2 ... s);
+       with a seed they are drawn from it (``jittered``: a hash, so the check stays a
+       pure function of its inputs). A read due between looks is taken at the next look.
+       Per read: pass once uptime since ``MostRecentStartTimeAfterLaunch`` is over 10 s
+       and the machine is not constantly restarting; pass at the deadline
+       (``DeadlineExceeded`` returns nil); fail with "the app appears to be crashing" when
+       ``isConstantlyRestarting``. Uptime is measured on the platform clock of the
+       snapshot (flyctl uses its own clock).
+    5. **No rollback.** The rolling strategy (``updateMachinesWRecovery`` with
        ``pushForward``; a smoke-check failure is an ``unrecoverableError``) stops and
        returns the error: machines already updated keep the new release. Hence
        ``rolls_back = False``; only the bluegreen strategy has a ``Rollback``.
 
-    Not modelled: batches (``maxUnavailable`` 0.33, a one-machine spearhead, 30 cold
-    machines at a time): the simulator updates every machine at the publish, so every
-    machine's window runs at once; machine checks and Fly health checks that follow the
-    smoke check; lease handling. The publish passes once every machine passed or was
-    skipped, and fails at the first machine that fails.
+    Not modelled (no time in issue 19): retries after a recoverable failure
+    (``updateMachinesWRecovery`` l.283-344: a wait timeout is retried up to
+    ``deployRetries`` times, a smoke-check failure is not) and batches (a pool of
+    ceil(0.33 n) warm machines and min(n, 30) cold ones, the first error cancelling the
+    rest, ``plan.go`` l.225-281, 349-422): the simulator updates every machine at the
+    publish, so every machine's window runs at once; machine checks and Fly health checks
+    that follow the smoke check; lease handling. The publish passes once every machine
+    passed or was skipped, and fails at the first machine that fails.
 
     Blind spots, by construction: a machine the platform gave up on (``restarting =
     false``) passes at the 10 s deadline; so does a crash loop slower than the window, or
-    one whose newest exit still has ``restart_count <= 1``; a sleeping machine is never
+    one whose newest exit still has ``restart_count <= 1``; a skipped machine is never
     checked. A capped list that lost the ``launch`` event (or any exit since it) leaves no
     uptime, so the check can only pass by the window running out, which the verdict's
     layer (``window-ran-out``) shows.
@@ -157,8 +250,20 @@ class FlyctlSmokeCheck:
     wait_timeout_s: float = field(default=300.0, metadata=SECONDS)
     wait_states: tuple[str, ...] = ("started", "stopped", "suspended")
     poll_s: float = field(default=1.0, metadata=INTERVAL)
+    #: ``long-poll``: a wait state entered at any moment counts (flyctl); ``sampled``: only
+    #: one a look catches (this port's reading before issue 19).
+    wait_reading: Literal["long-poll", "sampled"] = "long-poll"
+    #: The listen-address wait before the first machine's smoke check; 0: none (no TCP
+    #: service, or a listener found at once).
+    listen_wait_s: float = field(default=LISTEN_WAIT_S, metadata=SECONDS)
+    #: The seed of the smoke backoff's jitter draws; None: the upper bounds, no jitter.
+    jitter_seed: int | None = None
     name = "flyctl-smoke"
-    #: flyctl's rolling strategy never rolls back (see 4. above).
+    #: This object's fold of the looks so far, and the machine ids they showed, kept
+    #: between a drive's calls (``checks.memo``): not fields, never compared.
+    _reads = PerCheck[_Reads]()
+    _seen = PerCheck[dict[str, int]]()
+    #: flyctl's rolling strategy never rolls back (see 5. above).
     rolls_back: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
@@ -170,40 +275,82 @@ class FlyctlSmokeCheck:
         """Return the next read's wait, or the verdict once every machine is decided."""
         if not looks:
             return Wait(0.0)
-        if lost := lost_machines(self.name, looks):
+        if lost := lost_machines(self.name, looks, self._seen):
             return lost
-        # Keyed by the publish time too: a read times out counting from it, so another
+        # Keyed by the publish time: a read times out counting from it, so another
         # publish time can end the fold at an earlier look (hypothesis found it).
-        key = (self, publish_started_ms)
-        reads, unseen = _READS.resume(key, looks, lambda: _Reads(looks[0]))
+        key = publish_started_ms
+        reads, unseen = self._reads.resume(key, looks, lambda: _Reads(looks[0], publish_started_ms))
         for look in unseen:
             if verdict := self._read(reads, look, publish_started_ms):
                 return verdict
         step = self._wait(reads, looks[-1], publish_started_ms)
-        _READS.keep(key, looks, reads)
+        self._reads.keep(key, looks, reads)
         return step
+
+    def _settled_at(
+        self, machine: MachineSnapshot, look: Look, publish_started_ms: int
+    ) -> tuple[int, str] | None:
+        """When, and in which state, the settled-state wait returned, if it has by this look."""
+        if self.wait_reading == "sampled":
+            return (look.at_ms, machine.state) if machine.state in self.wait_states else None
+        entered = reached_at(machine, self.wait_states, publish_started_ms)
+        if entered is None:
+            return None
+        # plan.go ``waitForMachineState`` l.791-807 sees a finished long poll only at its
+        # 1 s ticks from the wait's start: flyctl goes on at the first tick at or after
+        # the entry, in the state the machine has then (tests/test_oracle.py found it).
+        tick = self._tick_at_or_after(entered[0], publish_started_ms)
+        if tick > look.at_ms:
+            return None
+        return (tick, machine.state if tick == look.at_ms else entered[1])
+
+    def _tick_at_or_after(self, at_ms: float, publish_started_ms: int) -> int:
+        poll_ms = self.poll_s * 1000
+        ticks = math.ceil(round((at_ms - publish_started_ms) / poll_ms, 9))
+        return publish_started_ms + ticks * round(poll_ms)
+
+    def _backoff_s(self, machine_id: str, attempt: int) -> float:
+        """The wait after read ``attempt``: jpillora/backoff's, capped at ``backoff_max_s``."""
+        high = self.backoff_min_s * 2.0**attempt
+        if self.jitter_seed is not None and high > self.backoff_min_s:
+            high = jittered(self.backoff_min_s, high, self.jitter_seed, machine_id, attempt)
+        return min(high, self.backoff_max_s)
 
     def _read(self, state: _Reads, look: Look, publish_started_ms: int) -> Verdict | None:
         """Take one look's reads of every undecided machine; a verdict if one decides the deploy."""
         opened, due, reads, done = state.opened, state.due, state.reads, state.done
         window_ms = self.window_s * 1000
+        timeout_ms = publish_started_ms + self.wait_timeout_s * 1000
         for machine in look.machines:
             key = machine.id
             if key in done:
                 continue
-            if key in state.asleep:
+            if key in state.skipped:
                 done[key] = _Outcome(True, "skipped", machine)
                 continue
             if key not in opened:
-                if machine.state in self.wait_states:
-                    opened[key] = look.at_ms
-                    due[key] = look.at_ms
+                settled = self._settled_at(machine, look, publish_started_ms)
+                if settled is not None and settled[0] <= timeout_ms:
+                    start = float(settled[0])
+                    if not state.listened:
+                        # plan.go: once per process group, the first machine to get there.
+                        state.listened = True
+                        if settled[1] != "started":
+                            start += self.listen_wait_s * 1000
+                    opened[key] = start
+                    # flyctl reads at once when the window opens; a long poll may open
+                    # it between looks, so that read is taken at this look.
+                    due[key] = start
                     reads[key] = 0
-                elif look.at_ms - publish_started_ms >= self.wait_timeout_s * 1000:
+                elif look.at_ms >= timeout_ms:
                     return self._wait_timeout(machine, publish_started_ms)
                 else:
                     continue
-            if look.at_ms >= opened[key] + window_ms:
+            # A look cannot be taken in the past: under the long-poll reading the read
+            # flyctl takes when the window opens is the first look after it.
+            read_once = reads[key] > 0 or self.wait_reading == "sampled"
+            if read_once and look.at_ms >= opened[key] + window_ms:
                 done[key] = _Outcome(True, "window-ran-out", machine)
                 continue
             if look.at_ms < due[key]:
@@ -214,11 +361,12 @@ class FlyctlSmokeCheck:
             elif crashing:
                 return self._crashing(machine, publish_started_ms)
             else:
-                backoff_s = self.backoff_min_s * 2 ** reads[key]
-                due[key] = look.at_ms + min(backoff_s, self.backoff_max_s) * 1000
+                # flyctl's reads follow one another by the backoff: anchored at the
+                # read's due time, so a read taken late does not shift the ones after it.
+                due[key] += self._backoff_s(key, reads[key]) * 1000
                 reads[key] += 1
         if all(m.id in done for m in look.machines):
-            return self._passed(look, done, publish_started_ms)
+            return self._passed(look, done, state.skipped, publish_started_ms)
         return None
 
     def _wait(self, state: _Reads, latest: Look, publish_started_ms: int) -> Wait:
@@ -233,8 +381,10 @@ class FlyctlSmokeCheck:
                 deadline = opened[machine.id] + window_ms
                 waits.append(min(due[machine.id], deadline) - latest.at_ms)
             else:
+                # The next of waitForMachineState's ticks (every poll_s from the publish).
+                tick = self._tick_at_or_after(latest.at_ms + 1, publish_started_ms)
                 left_ms = publish_started_ms + self.wait_timeout_s * 1000 - latest.at_ms
-                waits.append(min(self.poll_s * 1000, left_ms))
+                waits.append(min(tick - latest.at_ms, left_ms))
         return wait_at_least(min(waits) / 1000)
 
     def _uptime_ms(self, machine: MachineSnapshot) -> int:
@@ -266,12 +416,17 @@ class FlyctlSmokeCheck:
             layer="wait-timeout",
         )
 
-    def _passed(self, look: Look, done: dict[str, _Outcome], publish_started_ms: int) -> Verdict:
+    def _passed(
+        self, look: Look, done: dict[str, _Outcome], states: dict[str, str],
+        publish_started_ms: int,
+    ) -> Verdict:
         outcomes = [done[m.id] for m in look.machines]
         ran_out = [o.machine for o in outcomes if o.layer == "window-ran-out"]
-        skipped = [o.machine.id for o in outcomes if o.layer == "skipped"]
+        skipped = [f"{o.machine.id} ({states[o.machine.id]})" for o in outcomes
+                   if o.layer == "skipped"]
         skip_note = (
-            f"; not started and not checked, as flyctl leaves sleeping machines: {', '.join(skipped)}"
+            "; not started and not checked, as flyctl leaves a machine whose state before the "
+            f"publish was not started, starting or failed: {', '.join(skipped)}"
             if skipped
             else ""
         )
@@ -296,8 +451,8 @@ class FlyctlSmokeCheck:
         if len(skipped) == len(outcomes):
             return Verdict(
                 True,
-                "every machine was asleep when the publish began, so flyctl updated them "
-                f"without starting them and ran no smoke check{skip_note}",
+                "no machine was started, starting or failed before the publish, so flyctl "
+                f"updated them without starting them and ran no smoke check{skip_note}",
                 layer="skipped",
             )
         return Verdict(
@@ -307,3 +462,15 @@ class FlyctlSmokeCheck:
             f"(flyctl smoke check){skip_note}",
             layer="uptime",
         )
+
+
+@dataclass(frozen=True)
+class FlyctlSampledSmokeCheck(FlyctlSmokeCheck):
+    """``flyctl-smoke`` with the sampled wait reading, under its own name, to compare the two.
+
+    ``testbed checks --check flyctl-smoke --check
+    platform_testbed.checks.flyctl:FlyctlSampledSmokeCheck`` shows both readings.
+    """
+
+    wait_reading: Literal["long-poll", "sampled"] = "sampled"
+    name = "flyctl-smoke-sampled"

@@ -75,7 +75,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .drive import drive
+from .drive import MAX_LOOKS, drive
 from .flyapi import (
     Reader,
     RecordingError,
@@ -93,13 +93,13 @@ from .protocol import Check
 
 # The API objects of one machine are read and written by ``checks.flyapi``; its public
 # names stay importable from here, where recordings are described.
-__all__ = [
+__all__ = (
     "PUBLISH_EVENT_TYPES", "TOLERANCE_MS", "RecordedLine", "Recording", "RecordingError",
     "ReplayResult", "dump_recording", "event_to_api", "format_rfc3339_ms", "image_name",
     "image_ref", "is_recording_line", "look_to_json", "machine_from_api", "machine_to_api",
     "parse_line", "parse_rfc3339_ms", "payload_machines", "payload_recording", "read_recording",
     "read_recordings", "replay",
-]
+)
 
 #: A recorded look may be this many ms early for a wait and still serve it.
 TOLERANCE_MS = 1
@@ -312,16 +312,18 @@ def payload_recording(
 # --- replay --------------------------------------------------------------------------
 
 
-def replay(check: Check, publish_started_ms: int, looks: Sequence[Look]) -> ReplayResult:
+def replay(
+    check: Check, publish_started_ms: int, looks: Sequence[Look], max_looks: int = MAX_LOOKS
+) -> ReplayResult:
     """Feed recorded looks to a check in order, each wait served by the next look due.
 
-    The check is driven by the one driver loop (``checks.drive``): a check that raises
-    or breaks the protocol ends the replay with ``CheckFailed``.
+    The check is driven by the one driver loop (``checks.drive``, with ``max_looks``): a
+    check that raises or breaks the protocol ends the replay with ``CheckFailed``.
     """
     fed: list[Look] = []
     now_ms = publish_started_ms
     index = 0
-    steps = drive(check, publish_started_ms)
+    steps = drive(check, publish_started_ms, max_looks)
     try:
         wait = next(steps)
         while True:
@@ -337,8 +339,3 @@ def replay(check: Check, publish_started_ms: int, looks: Sequence[Look]) -> Repl
             wait = steps.send(look)
     except StopIteration as done:
         return ReplayResult(done.value, tuple(fed))
-        if index == len(looks):
-            return ReplayResult(None, tuple(fed))
-        fed.append(looks[index])
-        now_ms = looks[index].at_ms
-        index += 1

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .failsafe import lost_machines
+from .memo import PerCheck
 from .model import Look, MachineSnapshot, Verdict, Wait
 from .options import INTERVAL, SECONDS, refuse_out_of_range
 from .protocol import Step
@@ -29,6 +30,9 @@ class LayeredCheck:
     start_timeout_s: float = field(default=60.0, metadata=SECONDS)
     poll_s: float = field(default=1.0, metadata=INTERVAL)
     name = "layered"
+    #: The machine ids the looks so far showed, kept between a drive's calls
+    #: (``checks.memo``): not a field, never compared.
+    _seen = PerCheck[dict[str, int]]()
 
     def __post_init__(self) -> None:
         refuse_out_of_range(self)
@@ -45,7 +49,7 @@ class LayeredCheck:
 
     def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
         """Return the next wait, or the verdict once the layers have decided."""
-        if lost := lost_machines(self.name, looks):
+        if lost := lost_machines(self.name, looks, self._seen):
             return lost
         if looks:
             for machine in looks[-1].machines:

@@ -12,18 +12,20 @@ another publish) folds from the first look, as without a memo. The comparison is
 the looks themselves (identity first, at C speed), never of their snapshots, so it
 costs a pointer per past look, not a visit per snapshot.
 
-One memo slot per thread (``threading.local``): the simulator drives one check at a
-time in a thread, and threads that share a check object never share its state. A
-caller takes the state out (``resume``: the slot is empty while it folds, so an exception
-halfway leaves nothing half-folded behind) and puts it back (``keep``) only when the drive
-goes on.
+A memo belongs to one check object (``PerCheck``: made with the object, never shared
+between objects, never module state), and in it one slot per thread (``threading.local``):
+the simulator drives one check at a time in a thread, and threads that share a check
+object never share its state. A caller takes the state out (``resume``: the slot is empty
+while it folds, so an exception halfway leaves nothing half-folded behind) and puts it
+back (``keep``) only when the drive goes on. A memo is a cache, so a copied or pickled
+check (a sweep's worker, ``copy.deepcopy``) starts with an empty one.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from .model import Look
 
@@ -37,6 +39,13 @@ class LookMemo(Generic[S]):
 
     def __init__(self) -> None:
         self._local = threading.local()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A thread's slot cannot be pickled, and a copy has no thread of its own yet.
+        return (LookMemo, ())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LookMemo[S]:
+        return LookMemo()
 
     def take(self, key: object, looks: Sequence[Look]) -> tuple[S, int] | None:
         """The state kept for ``key`` and how many looks it folded, if they begin ``looks``.
@@ -67,3 +76,36 @@ class LookMemo(Generic[S]):
     def keep(self, key: object, looks: Sequence[Look], state: S) -> None:
         """Remember ``state`` as the fold of every look in ``looks`` under ``key``."""
         self._local.slot = (key, list(looks), state)
+
+
+class PerCheck(Generic[S]):
+    """A ``LookMemo`` of each check object, made at its first use (a class attribute).
+
+    ``_folds = PerCheck[Fold]()`` in a check's class gives each of its objects a memo of
+    its own, kept in the object's ``__dict__`` (so a frozen dataclass keeps it too; it is
+    no field: not compared, hashed, shown or taken as an option). ``dict.setdefault``
+    makes it once even when two threads ask at the same time.
+    """
+
+    __slots__ = ("_attr",)
+
+    def __init__(self) -> None:
+        self._attr = ""
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self._attr = f"_memo{name}"
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> PerCheck[S]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type[Any]) -> LookMemo[S]: ...
+
+    def __get__(self, obj: object, owner: type[Any]) -> LookMemo[S] | PerCheck[S]:
+        if obj is None:
+            return self
+        kept: dict[str, Any] = obj.__dict__
+        memo = kept.get(self._attr)
+        if memo is None:
+            memo = kept.setdefault(self._attr, LookMemo())
+        return memo  # type: ignore[no-any-return]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .failsafe import lost_machines
-from .memo import LookMemo
+from .memo import PerCheck
 from .model import Look, MachineSnapshot, Verdict, Wait
 from .options import INTERVAL, SECONDS, refuse_out_of_range
 from .protocol import Step
@@ -88,10 +88,6 @@ class _Fold:
         self.ready_before, self.available_before = ready, available
 
 
-#: The fold of the looks so far, kept between a drive's calls (see ``checks.memo``).
-_FOLDS: LookMemo[_Fold] = LookMemo()
-
-
 @dataclass(frozen=True)
 class MinHealthyTimeCheck:
     """Pass once every machine the publish touched has stayed ``started`` T seconds in a row.
@@ -135,6 +131,10 @@ class MinHealthyTimeCheck:
     rule: str = "nomad"
     poll_s: float = field(default=1.0, metadata=INTERVAL)
     name = "min-healthy-time"
+    #: This object's fold of the looks so far, and the machine ids they showed, kept
+    #: between a drive's calls (``checks.memo``): not fields, never compared.
+    _folds = PerCheck[_Fold]()
+    _seen = PerCheck[dict[str, int]]()
 
     def __post_init__(self) -> None:
         refuse_out_of_range(self)
@@ -145,16 +145,16 @@ class MinHealthyTimeCheck:
         """Return the next poll, or the verdict once all are healthy or the deadline passed."""
         if not looks:
             return Wait(0.0)
-        if lost := lost_machines(self.name, looks):
+        if lost := lost_machines(self.name, looks, self._seen):
             return lost
         need_ms = self.min_healthy_s * 1000
-        key = (self, publish_started_ms)
-        fold, unseen = _FOLDS.resume(key, looks, lambda: _Fold(publish_started_ms))
+        key = publish_started_ms
+        fold, unseen = self._folds.resume(key, looks, lambda: _Fold(publish_started_ms))
         for look in unseen:
             fold.see(look, publish_started_ms, need_ms)
         step = self._judge(fold, publish_started_ms, looks, need_ms)
         if isinstance(step, Wait):
-            _FOLDS.keep(key, looks, fold)
+            self._folds.keep(key, looks, fold)
         return step
 
     def _judge(self, fold: _Fold, publish_started_ms: int, looks: Sequence[Look], need_ms: float) -> Step:

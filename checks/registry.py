@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from .breaker import CircuitBreakerCheck
@@ -13,14 +14,15 @@ from .minhealthy import MinHealthyTimeCheck
 from .protocol import Check
 from .restarts import RestartCounterCheck
 
-BUILTIN_CHECKS: dict[str, type[Any]] = {
+#: Read-only: a module's state is the same for every driver in the process.
+BUILTIN_CHECKS: Mapping[str, type[Any]] = MappingProxyType({
     "count": CountCheck,
     "timestamp": TimestampCheck,
     "flyctl-smoke": FlyctlSmokeCheck,
     "min-healthy-time": MinHealthyTimeCheck,
     "restart-counter": RestartCounterCheck,
     "circuit-breaker": CircuitBreakerCheck,
-}
+})
 
 
 def make_check(name: str, options: Mapping[str, Any]) -> Check:

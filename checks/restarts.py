@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .failsafe import lost_machines
-from .memo import LookMemo
+from .memo import PerCheck
 from .model import Look, MachineSnapshot, Verdict, Wait
 from .options import INTERVAL, SECONDS, refuse_out_of_range
 from .protocol import Step
@@ -22,10 +22,6 @@ class _Watch:
     def __init__(self) -> None:
         self.baseline: dict[str, MachineSnapshot] = {}
         self.started_at: int | None = None
-
-
-#: The watch over the looks so far, kept between a drive's calls (see ``checks.memo``).
-_WATCHES: LookMemo[_Watch] = LookMemo()
 
 
 @dataclass(frozen=True)
@@ -55,6 +51,10 @@ class RestartCounterCheck:
     start_timeout_s: float = field(default=60.0, metadata=SECONDS)
     poll_s: float = field(default=1.0, metadata=INTERVAL)
     name = "restart-counter"
+    #: This object's fold of the looks so far, and the machine ids they showed, kept
+    #: between a drive's calls (``checks.memo``): not fields, never compared.
+    _watches = PerCheck[_Watch]()
+    _seen = PerCheck[dict[str, int]]()
 
     def __post_init__(self) -> None:
         refuse_out_of_range(self)
@@ -63,16 +63,16 @@ class RestartCounterCheck:
         """Return the next wait, or a verdict from the counters and states seen so far."""
         if not looks:
             return Wait(0.0)
-        if lost := lost_machines(self.name, looks):
+        if lost := lost_machines(self.name, looks, self._seen):
             return lost
-        key = (self, publish_started_ms)
-        watch, unseen = _WATCHES.resume(key, looks, _Watch)
+        key = publish_started_ms
+        watch, unseen = self._watches.resume(key, looks, _Watch)
         for look in unseen:
             if verdict := self._see(watch, look, publish_started_ms):
                 return verdict
         step = self._judge(watch.started_at, publish_started_ms, looks)
         if isinstance(step, Wait):
-            _WATCHES.keep(key, looks, watch)
+            self._watches.keep(key, looks, watch)
         return step
 
     def _see(self, watch: _Watch, look: Look, publish_started_ms: int) -> Verdict | None:

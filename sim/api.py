@@ -8,6 +8,9 @@ Walkthrough with executed examples: ``docs/python-api.md``. Bad input raises
 ``BadInput``: a bad argument (a seed, the seeds, a check, the sets) is one line naming the
 parameter, judged before any scenario loads; trouble inside a spec, an override or a file
 is the one line the command line prints. One spec or override may stand for a list of one.
+``check_budget`` (a ``CheckBudget``: wall-clock seconds a user's check may take per look,
+looks any check may take) is what ``--check-timeout``/``--max-looks`` set; the default is
+the documented limits, whatever the environment says.
 
 The test kit for a check of your own is re-exported too: ``App``, ``world`` and
 ``drive_world`` (``sim.kit.testing``), ``worlds`` and ``assert_guarantee`` (``sim.kit.strategies``).
@@ -16,7 +19,7 @@ The test kit for a check of your own is re-exported too: ``App``, ``world`` and
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence, Sized
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
 from pathlib import Path
@@ -24,9 +27,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from platform_testbed.checks import Check, Look, Verdict, Wait
 from platform_testbed.checks.drive import check_name
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import CheckSetup, build_checks, setups
 from platform_testbed.sim.cli.compareopts import MAX_RUNS, RUNS_ENV
 from platform_testbed.sim.cli.hunt import DEFAULT_BUDGET, DEFAULT_SCENARIO, MAX_BUDGET
+from platform_testbed.sim.cli.rollout import MAX_RUNS as ROLLOUT_RUNS
+from platform_testbed.sim.cli.sweep import MAX_WORKERS, WORKERS_ENV
+from platform_testbed.sim.config import doors
 from platform_testbed.sim.config.scenario import Scenario, load
 from platform_testbed.sim.config.settings import (
     MAX_SEED,
@@ -34,7 +41,6 @@ from platform_testbed.sim.config.settings import (
     at_most,
     env_limit,
     seed_value,
-    seed_values,
     validated,
 )
 from platform_testbed.sim.hunt.search import CheckFactory, Found, HuntResult, Progress, SpecChecks
@@ -59,7 +65,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "MAX_SEED", "App", "BadInput", "Check", "Comparison", "Found", "GuaranteeBroken", "HuntResult", "Look",
+    "MAX_SEED", "App", "BadInput", "Check", "CheckBudget", "Comparison", "Found", "GuaranteeBroken",
+    "HuntResult", "Look",
     "OutcomeCounts", "RolloutResult", "RolloutRuns", "RolloutScenario", "RunResult", "Scenario",
     "SeedRun", "Sweep", "SweepRows", "SweepSummary", "Verdict", "Wait", "assert_guarantee",
     "build", "compare", "drive_world", "hunt", "load_rollout", "load_scenario", "rollout", "run",
@@ -78,6 +85,8 @@ def load_scenario(name_or_path: str | os.PathLike[str], sets: Sequence[str] | st
 
     One override may be given as a bare string (``"seed=7"``), as a list of one.
     """
+    doors.check_environment()
+    doors.path_like("name_or_path", name_or_path, _SCENARIO_RULE)
     return load(os.fspath(name_or_path), _sets(sets))
 
 
@@ -87,7 +96,7 @@ def _sets(sets: Sequence[str] | str) -> list[str]:
         return [sets]
     if not isinstance(sets, Iterable):
         raise BadInput(f"sets: give KEY=VALUE strings, e.g. ['seed=7'] (got {sets!r})")
-    chosen = list(sets)
+    chosen = doors.listed("sets", sets)
     for item in chosen:
         if not isinstance(item, str):
             raise BadInput(f"sets: each must be a KEY=VALUE string, e.g. 'seed=7' (got {item!r})")
@@ -108,11 +117,14 @@ def _checks(checks: Sequence[CheckLike] | CheckLike) -> list[CheckLike]:
         return [cast(CheckLike, checks)]
     if not isinstance(checks, Iterable):
         raise BadInput(f"checks: give a list of checks, each {_CHECK_RULE} (got {checks!r})")
-    chosen = list(checks)
+    chosen = doors.listed("checks", checks)
     for check in chosen:
         if not (isinstance(check, str) or _is_check(check)):
             raise BadInput(f"checks: each must be {_CHECK_RULE} (got {check!r})")
     return chosen
+
+
+_SCENARIO_RULE = "a shipped scenario's name or a path to a .toml file"
 
 
 def _scenario(scenario: ScenarioLike) -> Scenario:
@@ -130,6 +142,9 @@ def build(
     (``{"look_delay_s": 5}``, or ``{"count.look_delay_s": 5}`` for one check); a check
     given as an object runs as it is. One check may be given alone, as a list of one.
     """
+    doors.check_environment()
+    doors.settings_like("scenario", scenario, Scenario, _SCENARIO_RULE)
+    options = doors.options(options)
     chosen = _checks(checks)
     return _built(_scenario(scenario), chosen, options)[0]
 
@@ -153,17 +168,23 @@ def run(
     *,
     options: Mapping[str, Any] | None = None,
     trace: bool = False,
+    check_budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> RunResult:
     """One check in one world (default: the scenario's own seed), judged against the truth.
 
     ``trace=True`` keeps every state change and event, for ``sim.show.plot`` timelines.
     """
+    doors.check_environment()
+    doors.settings_like("scenario", scenario, Scenario, _SCENARIO_RULE)
+    options, trace = doors.options(options), doors.flag("trace", trace)
     if not (isinstance(check, str) or _is_check(check)):
         raise BadInput(f"check: must be {_CHECK_RULE} (got {check!r})")
     chosen = None if seed is None else seed_value("seed", seed)
     loaded = _scenario(scenario)
     [built] = _built(loaded, [check], options)[0]
-    return _run(loaded, loaded.seed if chosen is None else chosen, built, trace=trace)
+    budget = _budget(check_budget)
+    return _run(loaded, loaded.seed if chosen is None else chosen, built, trace=trace,
+                budget=budget)
 
 
 def compare(
@@ -172,6 +193,7 @@ def compare(
     seeds: Iterable[int] | None = None,
     *,
     options: Mapping[str, Any] | None = None,
+    check_budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> Comparison:
     """Every check in every seed's world (default: the scenario's own seed), side by side.
 
@@ -180,13 +202,16 @@ def compare(
     One check may be given alone (``"count"``), as a list of one. ``seeds`` is a list or
     range of at least one seed, at most ``testbed compare``'s run limit.
     """
+    doors.check_environment()
+    doors.settings_like("scenario", scenario, Scenario, _SCENARIO_RULE)
+    options = doors.options(options)
     chosen_checks = _checks(checks)
-    if isinstance(seeds, Sized):  # judged before a range of a billion is spelled out
-        at_most("seeds", max(len(seeds), 1), env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
-    chosen = None if seeds is None else seed_values("seeds", seeds)
+    budget = _budget(check_budget)
+    chosen = doors.seeds_bounded("seeds", seeds, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
     loaded = _scenario(scenario)
     built, made = _built(loaded, chosen_checks, options)
-    return _compare(loaded, built, (loaded.seed,) if chosen is None else chosen, setups=made)
+    return _compare(loaded, built, (loaded.seed,) if chosen is None else chosen, setups=made,
+                    budget=budget)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +232,7 @@ def sweep(
     *,
     every: int = 1,
     workers: int = 1,
+    check_budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> SweepRows:
     """Run a sweep: a shipped sweep's name, a sweep file's path, or its tables as a mapping.
 
@@ -216,8 +242,14 @@ def sweep(
     processes, started as ``multiprocessing`` does (a script guards the call with
     ``if __name__ == "__main__":``); the default runs here. Rows come in unit order either way.
     """
+    doors.check_environment()
+    if not isinstance(spec, (Sweep, Mapping)):
+        doors.path_like("spec", spec, "a shipped sweep's name, a sweep file's path, a mapping "
+                        "of its tables or a Sweep")
     every = _whole("every", every, "1 or more")
     workers = _whole("workers", workers, "1 or more")
+    at_most("workers", workers, env_limit(WORKERS_ENV, MAX_WORKERS), WORKERS_ENV)  # as --workers
+    budget = _budget(check_budget)
     if isinstance(spec, Sweep):
         chosen = spec
     elif isinstance(spec, Mapping):
@@ -227,7 +259,7 @@ def sweep(
         chosen = load_sweep(os.fspath(spec))
     if every > 1:
         chosen = chosen.thinned(every)
-    result = run_sweep(chosen, workers=workers)
+    result = run_sweep(chosen, workers=workers, budget=budget)
     if result.interrupted:
         raise KeyboardInterrupt  # run_sweep keeps a Ctrl-C'd sweep's rows; a library call stops
     return SweepRows(chosen, tuple(result.rows), result.summary or summarise(result))
@@ -240,6 +272,8 @@ def load_rollout(
 
     ``sets`` are ``--set KEY=VALUE`` overrides; one may be given as a bare string.
     """
+    doors.check_environment()
+    doors.path_like("name_or_path", name_or_path, "a shipped rollout's name or a path to a .toml file")
     return _load_rollout(os.fspath(name_or_path), _sets(sets))
 
 
@@ -252,9 +286,20 @@ def rollout(
     its timing invariants, and the scenario's ``[expect]`` judged on the runs; a missed
     expectation is in ``expectations_failed``, not raised.
     """
-    chosen = None if seeds is None else seed_values("seeds", seeds)  # before any loading
+    doors.check_environment()
+    doors.settings_like("scenario", scenario, RolloutScenario,
+                        "a shipped rollout's name or a path to a .toml file")
+    chosen = doors.seeds_bounded("seeds", seeds, ROLLOUT_RUNS)  # before any loading
     loaded = scenario if isinstance(scenario, RolloutScenario) else load_rollout(scenario)
     return run_rollout(loaded, (loaded.seed,) if chosen is None else chosen)
+
+
+def _budget(value: object) -> CheckBudget:
+    """``check_budget`` as given: a ``CheckBudget`` (its own values checked when it was made)."""
+    if not isinstance(value, CheckBudget):
+        raise BadInput(f"check_budget: must be a CheckBudget(timeout_s=..., max_looks=...) "
+                       f"(got {value!r})")
+    return value
 
 
 def _whole(field: str, value: object, rule: str, most: int | None = None) -> int:
@@ -284,6 +329,7 @@ def hunt(
     budget: int = DEFAULT_BUDGET,
     seed: int = 0,
     progress: Progress | None = None,
+    check_budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> HuntResult:
     """The worlds around ``scenario`` that fool ``check``, each kind shrunk to its smallest.
 
@@ -295,9 +341,89 @@ def hunt(
     round; the same ``seed`` finds the same worlds. ``progress(round, tried, found,
     shrinking)`` is told after every world tried (``testbed hunt`` draws its bar with it).
     """
+    doors.check_environment()
     budget = _whole("budget", budget, f"from 1 to {MAX_BUDGET:,}", MAX_BUDGET)
     seed = seed_value("seed", seed)
+    doors.progress(progress)
+    doors.settings_like("scenario", scenario, Scenario, _SCENARIO_RULE)
+    limits = _budget(check_budget)
     base = _scenario(scenario)
-    make = _factory(check)
+    make = doors.guarded_factory(_factory(check), _is_check)
     name = check_name(make(base.check.model_dump()))  # built once here: a bad spec stops here
-    return _hunt(base, name, make, budget=budget, seed=seed, progress=progress)
+    return _hunt(base, name, make, budget=budget, seed=seed, progress=progress,
+                 check_budget=limits)
+
+
+# --- figures from the front door (matplotlib, the `plot` extra, imported only when drawn) ---
+
+__all__ += ["heatmap", "timeline"]
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+_NEEDS_PLOT = "needs matplotlib: pip install 'platform-simulator-testbed[plot]'"
+
+
+def timeline(
+    scenario: ScenarioLike,
+    checks: Sequence[CheckLike] | CheckLike = (),
+    seed: int | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Figure:
+    """Each check's traced run of one world on one time axis: the figure ``--timeline`` draws.
+
+    No checks means every built-in; ``seed`` defaults to the scenario's. With ``path`` the
+    figure is also written there (format from the suffix, judged before any run).
+    """
+    from platform_testbed.checks.registry import BUILTIN_CHECKS  # noqa: PLC0415 -- kept with its use
+    from platform_testbed.sim.runtime.outputs import check_image  # noqa: PLC0415
+
+    target = None if path is None else _figure_path(path, check_image)
+    try:
+        from platform_testbed.sim.show.plot import compare_timelines, save_timeline  # noqa: PLC0415
+    except ModuleNotFoundError:
+        raise BadInput(f"timeline: {_NEEDS_PLOT}") from None
+    loaded = _scenario(scenario)
+    chosen = _checks(checks) or list(BUILTIN_CHECKS)
+    results = [run(loaded, check, seed, options=options, trace=True) for check in chosen]
+    if target is not None:
+        save_timeline(target, loaded, results)
+    return compare_timelines(loaded, results)
+
+
+def _figure_path(path: object, check_image: Any) -> Path:
+    """``path`` as a figure's file, judged before any run: BadInput (one line) if it is not one."""
+    if not isinstance(path, str | os.PathLike):
+        raise BadInput(f"path: a file path for the figure (got {type(path).__name__})")
+    try:
+        return cast(Path, check_image("path", Path(os.fspath(path))))
+    except (ValueError, UnicodeError) as error:  # a NUL byte, a lone surrogate
+        raise BadInput(f"path: not a usable file name ({error})") from None
+
+
+def heatmap(result: SweepRows, x: str | None = None, y: str | None = None,
+            title: str | None = None) -> Figure:
+    """The miss-rate heatmap of a finished ``sweep``: its ``[heatmap]`` x and y (else its first
+    two axes), one panel per check, other axes pooled; titled with the sweep's name."""
+    if not isinstance(result, SweepRows):
+        raise BadInput(f"result: a finished api.sweep(...) (got {type(result).__name__})")
+    for name, value in (("x", x), ("y", y), ("title", title)):
+        if value is not None and not isinstance(value, str):
+            raise BadInput(f"{name}: a string (got {type(value).__name__})")
+    try:
+        from platform_testbed.sim.sweep.heatmap import heatmap as _heatmap  # noqa: PLC0415
+    except ModuleNotFoundError:
+        raise BadInput(f"heatmap: {_NEEDS_PLOT}") from None
+    keys = result.sweep.heatmap or result.sweep.keys
+    if len(keys) < 2 and (x is None or y is None):
+        raise BadInput("heatmap: the sweep has one axis; a heatmap needs two")
+    x, y = x or keys[0], y or keys[1]
+    for name, key in (("x", x), ("y", y)):
+        if key not in result.sweep.keys:
+            raise BadInput(f"heatmap: {name} {key!r} is not one of the axes "
+                           f"({', '.join(result.sweep.keys)})")
+    names = list(dict.fromkeys(str(r["check"]) for r in result.rows))
+    return _heatmap(result.rows, x, y, names,
+                    title=title or f"{result.sweep.name}: where {', '.join(names)} miss, {x} × {y}")

@@ -1,6 +1,6 @@
-"""An independent oracle for the ``count`` and ``timestamp`` checks, written apart from ``sim``.
+"""An independent oracle for four of the checks and for the event profiles, written apart from ``sim``.
 
-Two small models, each from the rules as documented rather than from the code under test:
+Small models, each from the rules as documented rather than from the code under test:
 
 1. ``life``: a machine's whole, uncapped event history from a description of its app and
    platform, by Fly's restart rules (superfly/docs ``machine-restart-policy``: ``no``
@@ -23,6 +23,11 @@ Two small models, each from the rules as documented rather than from the code un
    Beside the checks' verdicts the oracle gives the uncapped truth (``crashed_between``),
    so a test can say where a check differs from it by design (the cap hides crashes).
 
+3. ``decide_flyctl``: flyctl's deploy flow as plan.go runs it (its sources, cited below),
+   and ``decide_min_healthy``: the ``min-healthy-time`` check's documented rules; both
+   restated over the same full histories and cap (fly-go's
+   ``MostRecentStartTimeAfterLaunch`` read from its source).
+
 Imports: ``checks.model`` data types and the standard library only, never ``sim``.
 """
 
@@ -38,6 +43,74 @@ from platform_testbed.checks.model import Event
 Spec = tuple[str, str, str, bool]
 #: Transition name -> the events it writes, oldest first (the profile as plain data).
 Profile = Mapping[str, Sequence[Spec]]
+
+# --- the event profiles, as data written from the sources -----------------------------
+#
+# Written from the evidence tables of docs/fidelity.md ("Event profiles") and
+# tests/data/fly/SOURCES.md, not from ``sim.config.profiles``: where the two differ,
+# ``tests/test_oracle.py::test_the_oracles_profiles_are_the_simulators`` names the first
+# difference, and one of them misreads its source. Each entry: (type, status, source,
+# carries the exit fields). The transitions are the ten a machine's life has.
+
+TRANSITIONS = ("launch", "update", "stop", "replaced", "started", "crash", "restart",
+               "autostart", "autostop", "destroy")
+
+#: docs `_create_resp.erb`, `_get.erb`: a created machine's one event, written by the user.
+_LAUNCH = ("launch", "created", "user", False)
+#: docs `_get.erb`, `_list_resp.erb`; obelisk `machine.rs` l.652-704: flyd writes start/started.
+_STARTED = ("start", "started", "flyd", False)
+#: docs `_get.erb` (docs-get-exit-127.json): an exit is `exit/stopped` by flyd with exit_event.
+_EXIT = ("exit", "stopped", "flyd", True)
+#: docs `_get.erb`, `get.html.md`@b24e244a: the user's update writes update/replacing first.
+_REPLACING = ("update", "replacing", "user", False)
+#: No source in docs/fidelity.md: the legacy rollback's delete, assumed destroy/destroyed (user).
+_DESTROYED = ("destroy", "destroyed", "user", False)
+
+
+def _fly(restart: tuple[Spec, ...]) -> dict[str, tuple[Spec, ...]]:
+    """A Fly profile: the public launch/update/start/exit shapes; ``restart`` is the unknown."""
+    return {
+        "launch": (_LAUNCH,),
+        "update": (_REPLACING,),
+        # The old process's exit after update/replacing (docs `_get.erb`): a requested stop.
+        "stop": (_EXIT,),
+        "replaced": (),
+        # "What follows a successful update: not public (a start/started is assumed)".
+        "started": (_STARTED,),
+        # Crash cycle not public: a crash writes the same exit/stopped as any exit.
+        "crash": (_EXIT,),
+        "restart": restart,
+        # Autostop/autostart "not public: assumed": start/starting and stop/stopping by proxy.
+        "autostart": (("start", "starting", "proxy", False),),
+        "autostop": (("stop", "stopping", "proxy", False),),
+        "destroy": (_DESTROYED,),
+    }
+
+
+#: Profile name -> transition -> the events it writes, oldest first.
+PROFILES: dict[str, dict[str, tuple[Spec, ...]]] = {
+    # The write-up's own test platform: a crash writes exit, the restart writes only the
+    # start; the publish's update is one update/replaced (the incident looks,
+    # ``sim.kit.testing.incident_looks``, are the brief's); no proxy events ("none in minimal").
+    "minimal": {
+        "launch": (_LAUNCH,), "update": (), "stop": (_EXIT,),
+        "replaced": (("update", "replaced", "user", False),), "started": (_STARTED,),
+        "crash": (_EXIT,), "restart": (), "autostart": (), "autostop": (),
+        "destroy": (_DESTROYED,),
+    },
+    # "fly-exit-start (2)": exit, then start/started; nothing at the restart itself.
+    "fly-exit-start": _fly(()),
+    # "fly-restart-start (3, as the user restart without its user event)": laravel README's
+    # restart/starting (flyd) before the start.
+    "fly-restart-start": _fly((("restart", "starting", "flyd", False),)),
+    # "fly-start-starting (3)": a start/starting (flyd) before the start (issue 9's report).
+    "fly-start-starting": _fly((("start", "starting", "flyd", False),)),
+    # "fly-restart-double-start (4, as the public restart list)": laravel README shows
+    # restart/starting, then start/started twice (the second is the boot's).
+    "fly-restart-double-start": _fly((("restart", "starting", "flyd", False),
+                                      ("start", "started", "flyd", False))),
+}
+
 
 #: superfly/docs machine-restart-policy: max_retries counts restarts "within a 5-minute window".
 RETRY_WINDOW_MS = 300_000
@@ -287,3 +360,237 @@ def decide(kind: str, machines: Sequence[History], publish_ms: int, cap: int, *,
         if fails(h, publish_ms, t2, t3, cap):
             return Decision(False, h.id, "crashes-since-publish", t3, t2, t3)
     return Decision(True, None, "crashes-since-publish", t3, t2, t3)
+
+
+# --- flyctl's smoke check, from plan.go's deploy flow ----------------------------------
+#
+# Written from superfly/flyctl@ad0172fa as excerpted in the evidence (plan.go
+# ``updateProcessGroup``, ``updateMachineWChecks``, ``waitForMachineState``;
+# machines_launchinput.go ``shouldSkipLaunch``; machines_deploymachinesapp.go
+# ``warnAboutIncorrectListenAddress``; leasable_machine.go ``WaitForState``,
+# ``WaitForSmokeChecksToPass``; fly-go ``flaps_machines_wait.go``; jpillora/backoff v1.0.0)
+# and docs/fidelity.md's flyctl-smoke row, never from checks/flyctl.py. Per machine:
+#
+# 1. ``shouldSkipLaunch`` on the state *before the publish* (plan.go l.369-374: captured
+#    pre-deploy): a machine that existed before the publish is skipped unless it was
+#    started, starting or failed; a new machine (nil) is launched. A skipped machine is
+#    excused at the first look (its wait can only end in a state flyctl accepts).
+# 2. ``waitForMachineState``: three flaps long polls (started, stopped, suspended) that
+#    the server answers when the machine *enters* the state, so an entry at any moment
+#    after the publish counts (``wait_reading="long-poll"``); the sampled reading
+#    (``"sampled"``: the state as read at a look) is the earlier port's. plan.go notices a
+#    finished poll only at its 1 s ticks (l.791-807), counted from the publish, so the
+#    flow goes on at the first tick at or after the entry. No entry by the 5-minute
+#    timeout: a wait timeout (a recoverable error; the retries are not modelled).
+# 3. ``warnAboutIncorrectListenAddress`` (l.1316-1383), for the first launched machine of
+#    the process group to get there only: it returns at once when the machine is
+#    listening, otherwise after ``listen_wait_s``. Not public, assumed as
+#    docs/fidelity.md does: a started machine listens, one not started does not; the
+#    state is read when the wait begins.
+# 4. ``WaitForSmokeChecksToPass``: a ``window_s`` context from there, read at once and
+#    after each backoff (jitter off: jpillora's upper bounds, 0.5 s doubling to 2 s); a
+#    read passes on uptime over ``min_uptime_s`` and no constant restart, fails on a
+#    constant restart; the context running out passes.
+#
+# Looks are shared: the check looks at the soonest tick, read or deadline of any undecided
+# machine (while a machine waits, every tick is looked at), and sees every machine.
+
+ASLEEP = ("stopped", "suspended")
+#: shouldSkipLaunch (machines_launchinput.go l.306): the pre-deploy states that are launched.
+LAUNCHED = ("started", "starting", "failed")
+
+
+def pre_deploy_state(h: History, publish_ms: int) -> str | None:
+    """The machine's state just before the publish; None for a machine the publish created."""
+    if not any(t < publish_ms for t, _ in h.states):
+        return None
+    return h.state_at(publish_ms - 1)
+
+
+def entered_at(h: History, states: Sequence[str], publish_ms: int) -> int | None:
+    """When the machine first entered one of ``states`` after the publish (the long poll).
+
+    The changes in the publish's own millisecond are the update itself (flaps' Update has
+    returned before the wait starts), so only the state they leave counts there.
+    """
+    if h.state_at(publish_ms) in states:
+        return publish_ms
+    return next((t for t, s in h.states if t > publish_ms and s in states), None)
+
+
+def visible_events(h: History, at_ms: int, cap: int) -> list[Event]:
+    """The newest ``cap`` events written by ``at_ms``, oldest first."""
+    return [h.events[i] for i in _visible(h, at_ms, cap)]
+
+
+def start_after_launch(events: Sequence[Event]) -> int | None:
+    """fly-go ``MostRecentStartTimeAfterLaunch`` over an oldest-first list (its errors: None).
+
+    Read from fly-go@22d6e518 ``machine_types.go``: a newest-first scan that stops once it
+    has seen a start and a launch, keeping the last index of each type it passed. So it
+    returns the *oldest* start after the newest launch, and errors when there is no
+    launch, no start after it, or when the oldest exit after that launch is newer than
+    that start.
+    """
+    launches = [i for i, e in enumerate(events) if e.type == "launch"]
+    if not launches:
+        return None
+    after = range(launches[-1] + 1, len(events))
+    starts = [i for i in after if events[i].type == "start"]
+    if not starts:
+        return None
+    exits = [i for i in after if events[i].type == "exit"]
+    if exits and exits[0] > starts[0]:
+        return None
+    return events[starts[0]].timestamp
+
+
+def constantly_restarting(events: Sequence[Event]) -> bool:
+    """flyctl ``isConstantlyRestarting``: the newest exit is a restarting, non-zero exit past restart 1."""
+    exits = [e for e in events if e.type == "exit"]
+    if not exits:
+        return False
+    newest = exits[-1]
+    return (not newest.requested_stop and newest.restarting and newest.restart_count > 1
+            and (newest.exit_code or 0) != 0)
+
+
+def decide_flyctl(  # noqa: PLR0915 - one loop, step by step as flyctl's flow reads
+        machines: Sequence[History], publish_ms: int, cap: int, horizon_ms: int, *,
+                  window_s: float = 10.0, min_uptime_s: float = 10.0,
+                  backoff_min_s: float = 0.5, backoff_max_s: float = 2.0,
+                  wait_timeout_s: float = 300.0,
+                  wait_states: Sequence[str] = ("started", "stopped", "suspended"),
+                  poll_s: float = 1.0, wait_reading: str = "long-poll",
+                  listen_wait_s: float = 15.0) -> Decision | None:
+    """flyctl-smoke's verdict, or None when its next look falls after ``horizon_ms``."""
+    window, uptime = round(window_s * 1000), round(min_uptime_s * 1000)
+    tick, listen = round(poll_s * 1000), round(listen_wait_s * 1000)
+    timeout_at = publish_ms + round(wait_timeout_s * 1000)
+    smoke_at: dict[str, int] = {}  # when WaitForSmokeChecksToPass starts
+    due: dict[str, int] = {}
+    failed_reads: dict[str, int] = {}
+    done: dict[str, str] = {}
+    listened = False  # one process group: the listen-address wait runs once
+
+    def next_tick(t: int) -> int:
+        return publish_ms + (t - publish_ms) // tick * tick + tick
+
+    def ceil_tick(t: int) -> int:
+        return publish_ms + -(-(t - publish_ms) // tick) * tick
+
+    t = publish_ms
+    while t <= horizon_ms:
+        for h in machines:
+            if h.id in done:
+                continue
+            if t == publish_ms:
+                before = pre_deploy_state(h, publish_ms)
+                if before is not None and before not in LAUNCHED:
+                    done[h.id] = "skipped"
+                    continue
+            if h.id not in smoke_at:
+                if wait_reading == "long-poll":
+                    entered = entered_at(h, wait_states, publish_ms)
+                    settled = None if entered is None or entered > t else ceil_tick(entered)
+                else:
+                    settled = t if h.state_at(t) in wait_states else None
+                if settled is None or settled > t:
+                    if t >= timeout_at:
+                        return Decision(False, h.id, "wait-timeout", t)
+                    due[h.id] = min(next_tick(t), timeout_at) if settled is None else settled
+                    continue
+                # Every tick is looked at while a machine waits, so settled == t here.
+                start = t
+                if not listened:
+                    listened = True
+                    if h.state_at(t) != "started":
+                        start = t + listen
+                smoke_at[h.id] = due[h.id] = start
+                failed_reads[h.id] = 0
+            if t >= smoke_at[h.id] + window:
+                done[h.id] = "window-ran-out"
+                continue
+            if t < due[h.id]:
+                continue
+            seen = visible_events(h, t, cap)
+            if constantly_restarting(seen):
+                return Decision(False, h.id, "constantly-restarting", t)
+            started = start_after_launch(seen)
+            if started is not None and t - started > uptime:
+                done[h.id] = "uptime"
+                continue
+            backoff_s = min(backoff_min_s * 2 ** failed_reads[h.id], backoff_max_s)
+            due[h.id] = t + round(backoff_s * 1000)
+            failed_reads[h.id] += 1
+        if len(done) == len(machines):
+            layers = set(done.values())
+            layer = ("window-ran-out" if "window-ran-out" in layers
+                     else "skipped" if layers == {"skipped"} else "uptime")
+            return Decision(True, None, layer, t)
+        t = min(
+            min(due[h.id], smoke_at[h.id] + window) if h.id in smoke_at else due[h.id]
+            for h in machines if h.id not in done
+        )
+    return None
+
+
+# --- Nomad min_healthy_time / Kubernetes minReadySeconds, from the documented rules ------
+#
+# checks/minhealthy.py's docstring: judge the machines the publish touched (an event at or
+# after the publish); a machine's uptime is the time since its newest start, if it reads
+# started and that start came after the publish; pass once every judged machine has been
+# up ``min_healthy_s``. Nomad: a machine the platform gave up on fails at once; the
+# deadline is ``healthy_deadline_s`` from the publish. Kubernetes: the deadline is
+# ``progress_deadline_s`` after the last look with more ready (up) or available (up long
+# enough) machines than the look before. Looks every ``poll_s``, sooner when the least-up
+# machine could reach the minimum or the deadline comes first.
+
+
+def _uptime(h: History, at_ms: int, cap: int, publish_ms: int) -> int | None:
+    if h.state_at(at_ms) != "started":
+        return None
+    starts = [e.timestamp for e in visible_events(h, at_ms, cap) if e.type == "start"]
+    if not starts or starts[-1] < publish_ms:
+        return None
+    return at_ms - starts[-1]
+
+
+def decide_min_healthy(machines: Sequence[History], publish_ms: int, cap: int, horizon_ms: int, *,
+                       min_healthy_s: float = 10.0, healthy_deadline_s: float = 300.0,
+                       progress_deadline_s: float = 600.0, rule: str = "nomad",
+                       poll_s: float = 1.0) -> Decision | None:
+    """min-healthy-time's verdict, or None when its next look falls after ``horizon_ms``."""
+    need = round(min_healthy_s * 1000)
+    last_progress, ready_before, available_before = publish_ms, 0, 0
+    t = publish_ms
+    while t <= horizon_ms:
+        judged = [h for h in machines
+                  if any(publish_ms <= e.timestamp <= t for e in h.events)]
+        ups = [_uptime(h, t, cap, publish_ms) for h in judged]
+        ready = sum(1 for up in ups if up is not None)
+        available = sum(1 for up in ups if up is not None and up >= need)
+        if ready > ready_before or available > available_before:
+            last_progress = t
+        ready_before, available_before = ready, available
+        if rule == "nomad":
+            for h in judged:
+                if _gave_up(h, t, cap):
+                    return Decision(False, h.id, "task-failed", t)
+        # Not up counts as -1: below any uptime; the first of equals is the one named.
+        scores = [-1 if up is None else up for up in ups]
+        least = min(range(len(judged)), key=scores.__getitem__, default=None)
+        least_up = None if least is None else scores[least]
+        if least_up is not None and least_up >= need:
+            return Decision(True, None, "min-healthy-time", t)
+        if rule == "nomad":
+            deadline, layer = publish_ms + round(healthy_deadline_s * 1000), "healthy-deadline"
+        else:
+            deadline, layer = last_progress + round(progress_deadline_s * 1000), "progress-deadline"
+        if t >= deadline:
+            return Decision(False, None if least is None else judged[least].id, layer, t)
+        wait = round(poll_s * 1000)
+        if least_up is not None and least_up >= 0:
+            wait = min(wait, need - least_up)
+        t += _ceil_ms(min(wait, deadline - t) / 1000)
+    return None

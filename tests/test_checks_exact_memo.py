@@ -87,7 +87,9 @@ class CountedMachines(tuple[MachineSnapshot, ...]):
 def waiting_looks(machines: int, looks: int, state: str, start_ms: int | None) -> list[Look]:
     """Looks 1 s apart at machines in ``state`` (newest start ``start_ms`` after the publish)."""
     events = (Event("start", "started", T0 + start_ms),) if start_ms is not None else ()
-    events += (Event("update", "replaced", T0, "user"), Event("launch", "created", T0 - 60_000, "user"))
+    # Running before the publish (a start after the launch): flyctl launches, never skips, them.
+    events += (Event("update", "replaced", T0, "user"), Event("start", "started", T0 - 50_000),
+               Event("launch", "created", T0 - 60_000, "user"))
     return [
         Look(T0 + 1_000 * k, CountedMachines(
             MachineSnapshot(f"m{i}", state, "app", events, T0 + 1_000 * k, 0) for i in range(machines)

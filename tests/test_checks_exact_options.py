@@ -35,7 +35,7 @@ EXPECTED: dict[str, dict[str, Range]] = {
     "flyctl-smoke": {"window_s": Range(0), "min_uptime_s": Range(0),
                      "backoff_min_s": Range(0, above=True),
                      "backoff_max_s": Range(0, above=True), "wait_timeout_s": Range(0),
-                     "poll_s": Range(0, above=True)},
+                     "poll_s": Range(0, above=True), "listen_wait_s": Range(0)},
     "min-healthy-time": {"min_healthy_s": Range(0), "healthy_deadline_s": Range(0),
                          "progress_deadline_s": Range(0), "poll_s": Range(0, above=True)},
     "circuit-breaker": {"threshold": Range(0, whole=True),

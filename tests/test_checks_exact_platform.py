@@ -149,7 +149,8 @@ def test_flyctl_passes_on_uptime_and_names_skipped_sleeping_machines() -> None:
         True,
         "every checked machine has been up over 10 s since its most recent start after launch "
         "and none is constantly restarting (flyctl smoke check); not started and not checked, "
-        "as flyctl leaves sleeping machines: m2",
+        "as flyctl leaves a machine whose state before the publish was not started, starting "
+        "or failed: m2 (suspended)",
     )
     assert verdict.layer == "uptime"
     alone = decided(FlyctlSmokeCheck().next(T0, [look(0, up)]))
@@ -162,9 +163,10 @@ def test_flyctl_passes_when_every_machine_was_asleep() -> None:
     verdict = decided(FlyctlSmokeCheck().next(T0, looks))
     assert verdict == Verdict(
         True,
-        "every machine was asleep when the publish began, so flyctl updated them without "
-        "starting them and ran no smoke check; not started and not checked, as flyctl leaves "
-        "sleeping machines: m1, m2",
+        "no machine was started, starting or failed before the publish, so flyctl updated them "
+        "without starting them and ran no smoke check; not started and not checked, as flyctl "
+        "leaves a machine whose state before the publish was not started, starting or failed: "
+        "m1 (stopped), m2 (suspended)",
     )
     assert verdict.layer == "skipped"
 
@@ -175,13 +177,13 @@ def _no_uptime(at: int, mid: str = "m1") -> MachineSnapshot:
 
 
 def test_flyctl_window_runs_out_exactly_window_s_after_the_machine_settled() -> None:
-    """Settled at +1 s, no uptime: still waiting at +10.999 s, passing by design at +11 s."""
+    """Sampled: settled in the +1 s look, no uptime: waiting at +10.999 s, passing at +11 s."""
     gave_up = snap("m2", 11_000, "stopped", crash(1_500, count=4, restarting=False), start(900))
     first = look(0, snap("m1", 0, "starting", UPDATE), snap("m2", 0, "starting", UPDATE))
     settled = look(
         1_000, _no_uptime(1_000), snap("m2", 1_000, "stopped", crash(900, count=4, restarting=False))
     )
-    check = FlyctlSmokeCheck()
+    check = FlyctlSmokeCheck(wait_reading="sampled")
     assert isinstance(check.next(T0, [first, settled, look(10_999, _no_uptime(10_999), gave_up)]), Wait)
     verdict = decided(check.next(T0, [first, settled, look(11_000, _no_uptime(11_000), gave_up)]))
     assert verdict == Verdict(
@@ -195,8 +197,8 @@ def test_flyctl_window_runs_out_exactly_window_s_after_the_machine_settled() -> 
 
 
 def test_flyctl_reads_only_when_the_backoff_is_due_and_waits_for_the_nearest_read() -> None:
-    """Read at +1 s (due +1.5 s): a look at +1.2 s does not read; the one at +1.5 s does."""
-    check = FlyctlSmokeCheck()
+    """Sampled: read at +1 s (due +1.5 s): a look at +1.2 s does not read; +1.5 s does."""
+    check = FlyctlSmokeCheck(wait_reading="sampled")
     proven = snap("m1", 0, "started", start(-20_000), launch(-30_000))
     opened = look(1_000, _no_uptime(1_000))
     assert check.next(T0, [opened]) == Wait(0.5)
@@ -207,8 +209,8 @@ def test_flyctl_reads_only_when_the_backoff_is_due_and_waits_for_the_nearest_rea
 
 
 def test_flyctl_last_wait_is_cut_short_by_the_window() -> None:
-    """A 2 s backoff from +10.5 s would pass the window's end at +11 s: wait 0.5 s."""
-    check = FlyctlSmokeCheck()
+    """Sampled: a 2 s backoff from +10.5 s would pass the window's end at +11 s: wait 0.5 s."""
+    check = FlyctlSmokeCheck(wait_reading="sampled")
     at = 1_000
     looks: list[Look] = []
     waits = []
@@ -589,7 +591,7 @@ def test_start_after_launch_stops_at_the_first_start_and_launch_pair() -> None:
 
 def test_flyctl_with_no_uptime_needed_still_needs_a_start_time() -> None:
     """No start after launch is zero uptime, which is not over a zero minimum."""
-    check = FlyctlSmokeCheck(min_uptime_s=0)
+    check = FlyctlSmokeCheck(min_uptime_s=0, wait_reading="sampled")
     assert check.next(T0, [look(1_000, _no_uptime(1_000))]) == Wait(0.5)
 
 
@@ -611,15 +613,26 @@ def test_flyctl_an_unsettled_machine_does_not_hold_up_reading_the_others() -> No
 
 
 def test_flyctl_a_machine_not_due_does_not_hold_up_reading_the_others() -> None:
-    """m1's read is not due at +1.2 s; m2 is read then (and passes), so its later crash is not read."""
+    """m2 is read (and passes) while m1 is still not due; m2's crash at +2.9 s is never read.
+
+    The looks follow the check's own waits (flyctl reads on its 1 s ticks and backoff), over
+    a timeline: m1 shows no uptime until +2.5 s, m2 is proven from +1.1 s, crashes at +2.9 s.
+    """
     proven = (start(-20_000), launch(-30_000))
-    crashing = (crash(1_400, count=3), *proven)
-    looks = [
-        look(1_000, _no_uptime(1_000), snap("m2", 1_000, "starting", UPDATE)),
-        look(1_200, _no_uptime(1_200), snap("m2", 1_200, "started", *proven)),
-        look(1_500, snap("m1", 1_500, "started", *proven), snap("m2", 1_500, "started", *crashing)),
-    ]
-    assert decided(FlyctlSmokeCheck().next(T0, looks)).ok
+    crashing = (crash(2_900, count=3), *proven)
+
+    def at(t: int) -> Look:
+        m1 = _no_uptime(t) if t < 2_500 else snap("m1", t, "started", *proven)
+        m2_events = (UPDATE,) if t < 1_100 else proven if t < 2_900 else crashing
+        return look(t, m1, snap("m2", t, "starting" if t < 1_100 else "started", *m2_events))
+
+    looks, check = [at(1_000)], FlyctlSmokeCheck()
+    step = check.next(T0, looks)
+    while isinstance(step, Wait):
+        looks.append(at(looks[-1].at_ms - T0 + round(step.seconds * 1000)))
+        step = check.next(T0, looks)
+    assert decided(step).ok
+    assert looks[-1].at_ms - T0 < 2_900
 
 
 def test_every_check_names_itself_when_it_fails_safe() -> None:

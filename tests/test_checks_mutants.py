@@ -45,7 +45,7 @@ def test_flyctl_fresh_machine_does_not_pass_on_its_first_read() -> None:
     """Uptime is now minus the start: a machine started 1 s ago has 1 s, not its start time."""
     start = Event("start", "started", T0 + 500)
     look = Look(T0 + 1_500, (snap("m1", T0 + 1_500, "started", start, LAUNCH),))
-    assert FlyctlSmokeCheck().next(T0, [look]) == Wait(0.5)
+    assert FlyctlSmokeCheck(wait_reading="sampled").next(T0, [look]) == Wait(0.5)
 
 
 def test_flyctl_backoff_doubles_from_half_a_second_to_two() -> None:
@@ -64,9 +64,9 @@ def test_flyctl_backoff_doubles_from_half_a_second_to_two() -> None:
 
 
 def test_flyctl_skips_a_machine_asleep_at_the_publish() -> None:
-    """A machine stopped at the first look is never smoke-checked (shouldSkipLaunch)."""
-    crash = Event("exit", "stopped", T0 - 5, exit_code=1, restarting=True, restart_count=5)
-    look = Look(T0, (snap("m1", T0, "stopped", crash),))
+    """A machine stopped before the publish is never smoke-checked (shouldSkipLaunch)."""
+    asleep = Event("exit", "stopped", T0 - 5, requested_stop=True)
+    look = Look(T0, (snap("m1", T0, "stopped", asleep),))
     verdict = FlyctlSmokeCheck().next(T0, [look])
     assert isinstance(verdict, Verdict)
     assert verdict.ok
@@ -96,7 +96,7 @@ def test_flyctl_gave_up_machine_passes_at_the_window_end() -> None:
     first = Look(T0, (snap("m1", T0, "starting", update),))
     opened = Look(T0 + 1_000, (snap("m1", T0 + 1_000, "stopped", crash, update),))
     ended = Look(T0 + 11_000, (snap("m1", T0 + 11_000, "stopped", crash, update),))
-    check = FlyctlSmokeCheck()
+    check = FlyctlSmokeCheck(listen_wait_s=0, wait_reading="sampled")
     assert isinstance(check.next(T0, [first, opened]), Wait)
     verdict = check.next(T0, [first, opened, ended])
     assert isinstance(verdict, Verdict)

@@ -44,7 +44,7 @@ def test_sept25_event_lists_have_equal_counts_and_later_newest_crash() -> None:
     result = traced_runs(scenario.load("sept25-crash-loop"), ["count"])[0]
     rows = {row[0]: row[1:] for row in event_lists(result)}
     count2, count3 = rows["crashes since publish (count)"]
-    assert count2 == count3 == "2"
+    assert count2 == count3 == "1"
     newest2, newest3 = (float(v.removesuffix(" s")) for v in rows["newest crash (timestamp)"])
     assert newest3 > newest2
     assert len(rows["newest"]) == 2
@@ -66,15 +66,18 @@ def test_with_sets_validates_like_the_cli() -> None:
         with_sets(loaded, ["platform.event_log_cap=0"])
 
 
-def test_detection_grid_shows_count_blind_and_timestamp_needs_two_events() -> None:
-    """In the incident's world the count check misses at cap 5; timestamp misses only at cap 1."""
+def test_detection_grid_shows_count_blind_and_timestamp_needs_one_crash_cycle() -> None:
+    """In the incident's world the count check misses at cap 5; timestamp misses below cap 3,
+    the events one crash cycle writes under the shipped profile (exit, restart, start)."""
     grid = detection_grid(
-        scenario.load("sept25-crash-loop"), caps=[1, 2, 5], periods=[2.5], checks=["count", "timestamp"]
+        scenario.load("sept25-crash-loop"), caps=[1, 2, 3, 5], periods=[2.5],
+        checks=["count", "timestamp"],
     )
     assert grid.outcome("count", 2.5, 5) == "missed"
     assert grid.outcome("timestamp", 2.5, 5) == "caught"
     assert grid.outcome("timestamp", 2.5, 1) == "missed"
-    assert grid.smallest_cap_that_catches("timestamp") == {2.5: 2}
+    assert grid.outcome("timestamp", 2.5, 2) == "missed"
+    assert grid.smallest_cap_that_catches("timestamp") == {2.5: 3}
     assert grid.smallest_cap_that_catches("count") == {2.5: None}
 
 

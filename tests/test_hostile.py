@@ -410,8 +410,11 @@ def _corpus() -> list[Case]:  # noqa: PLR0915 -- one table of cases, read top to
         add(f"compare-check-{attr}", "user checks that misbehave",
             ["compare", SCENARIO, "--check", f"uc.py:{attr}", "--json", *limits], 0,
             files={"uc.py": USER_CHECKS}, stdout=_outcome(name, "error", reason))
+        # The longest recorded run (min-healthy-time's, 50 looks at the sept25 point) must
+        # end before the replay's look limit.
+        replay_limits = [*budget, "--max-looks", "100"]
         add(f"replay-check-{attr}", "user checks that misbehave",
-            ["replay", "rec.jsonl", "--check", f"uc.py:{attr}", "--json", *limits], 0,
+            ["replay", "rec.jsonl", "--check", f"uc.py:{attr}", "--json", *replay_limits], 0,
             files={"uc.py": USER_CHECKS, "rec.jsonl": "RECORDING"},
             # A recording ends before the look limit: the run is undecided, not an error.
             stdout=_outcome(name, "error", "ran out of looks" if attr == "NeverDecides"

@@ -10,15 +10,18 @@ design (the capped list hides crashes), and the tests below say exactly when.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
+from functools import partial
 
 import pytest
 from hypothesis import example, given, note
 from hypothesis import strategies as st
 
+from platform_testbed.checks.flyctl import FlyctlSmokeCheck
 from platform_testbed.checks.layered import CountCheck, LayeredCheck, TimestampCheck
-from platform_testbed.checks.model import Look, Wait
+from platform_testbed.checks.minhealthy import MinHealthyTimeCheck
+from platform_testbed.checks.model import Event, Look, Verdict, Wait
 from platform_testbed.checks.protocol import Step
 from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config import scenario as scenarios
@@ -33,13 +36,40 @@ HORIZON_S = 120.0
 def _checks(look_delay_s: float) -> dict[str, LayeredCheck]:
     return {"count": CountCheck(look_delay_s), "timestamp": TimestampCheck(look_delay_s)}
 
-TRANSITIONS = [f.name for f in fields(Profile) if f.name not in ("name", "summary", "sources")]
+def first_difference(
+    ours: Mapping[str, Mapping[str, Sequence[oracle.Spec]]], theirs: Mapping[str, Profile]
+) -> str | None:
+    """The first place the oracle's profiles and the simulator's differ, said in one line."""
+    if sorted(ours) != sorted(theirs):
+        return f"profile names: oracle {sorted(ours)}, simulator {sorted(theirs)}"
+    transitions = [f.name for f in fields(Profile) if f.name not in ("name", "summary", "sources")]
+    if sorted(transitions) != sorted(oracle.TRANSITIONS):
+        return f"transitions: oracle {sorted(oracle.TRANSITIONS)}, simulator {sorted(transitions)}"
+    for name in sorted(ours):
+        for transition in oracle.TRANSITIONS:
+            mine, sims = tuple(ours[name][transition]), tuple(getattr(theirs[name], transition))
+            if mine != sims:
+                return f"{name}.{transition}: oracle {mine}, simulator {sims}"
+    return None
 
 
-def _profile_data(name: str) -> oracle.Profile:
-    """The profile as plain data: the oracle reads no ``sim`` object."""
-    profile = PROFILES[name]
-    return {t: tuple(getattr(profile, t)) for t in TRANSITIONS}
+def test_the_oracles_profiles_are_the_simulators() -> None:
+    """The oracle's profiles, written from the cited sources, equal sim.config.profiles."""
+    assert first_difference(oracle.PROFILES, PROFILES) is None
+
+
+def test_a_wrong_profile_is_named_by_its_first_difference() -> None:
+    """One changed event in a copy of the oracle's profiles is reported by profile and transition."""
+    wrong = {name: dict(profile) for name, profile in oracle.PROFILES.items()}
+    wrong["fly-restart-start"]["restart"] = (("restart", "starting", "user", False),)
+    assert first_difference(wrong, PROFILES) == (
+        "fly-restart-start.restart: oracle (('restart', 'starting', 'user', False),), "
+        "simulator (('restart', 'starting', 'flyd', False),)"
+    )
+    missing = {name: profile for name, profile in oracle.PROFILES.items() if name != "minimal"}
+    difference = first_difference(missing, PROFILES)
+    assert difference is not None
+    assert difference.startswith("profile names:")
 
 
 def _rules(app: App) -> oracle.AppRules:
@@ -55,7 +85,7 @@ def _rules(app: App) -> oracle.AppRules:
 def _histories(apps: tuple[App, ...], profile: str) -> list[oracle.History]:
     horizon_ms = PUBLISH_MS + round(HORIZON_S * 1000)
     return [
-        oracle.life(f"m{i}", _rules(app), _profile_data(profile), PUBLISH_MS, horizon_ms)
+        oracle.life(f"m{i}", _rules(app), oracle.PROFILES[profile], PUBLISH_MS, horizon_ms)
         for i, app in enumerate(apps, start=1)
     ]
 
@@ -81,7 +111,7 @@ def apps(draw: st.DrawFn, cap: int, profile: str, looping: bool) -> App:
         ),
         restart_delay_ms=draw(st.integers(0, short)),
         max_retries=draw(st.integers(3 if looping else 0, 10)),
-        exit_code=0 if kind == "clean" else draw(st.sampled_from([1, 2, 127])),
+        exit_code=0 if kind == "clean" else draw(st.sampled_from([1, 2, 127, 137, 139, 143])),
         oom=kind == "oom",
         updated=draw(st.booleans()),
         cap=cap,
@@ -94,7 +124,7 @@ def apps(draw: st.DrawFn, cap: int, profile: str, looping: bool) -> App:
 def worlds(draw: st.DrawFn) -> Case:
     """One to three machines sharing a platform (cap and event profile), and a look delay."""
     cap = draw(st.integers(1, 10))
-    profile = draw(st.sampled_from(sorted(PROFILES)))
+    profile = draw(st.sampled_from(sorted(oracle.PROFILES)))
     looping = draw(st.booleans())
     machines = tuple(draw(st.lists(apps(cap, profile, looping), min_size=1, max_size=3)))
     return machines, profile, cap, draw(st.sampled_from([1.0, 5.0, 10.0]))
@@ -246,3 +276,120 @@ def test_shipped_scenarios_agree_with_the_oracle(name: str) -> None:
         assert result.decided_at_s is not None
         # decided_at_s counts from the publish.
         assert loaded.publish_started_ms + round(result.decided_at_s * 1000) == expected.at_ms
+
+
+# --- flyctl-smoke and min-healthy-time against the oracle --------------------------------
+
+HORIZON_MS = PUBLISH_MS + round(HORIZON_S * 1000)
+
+
+def _platform_checks() -> dict[str, tuple[object, Callable[..., oracle.Decision | None]]]:
+    """Each platform check, and the oracle's decision with the same options."""
+    nomad = MinHealthyTimeCheck(healthy_deadline_s=60.0)
+    kubernetes = MinHealthyTimeCheck(rule="kubernetes", progress_deadline_s=30.0)
+    return {
+        "flyctl-smoke": (FlyctlSmokeCheck(), oracle.decide_flyctl),
+        "min-healthy-time/nomad": (nomad, partial(
+            oracle.decide_min_healthy, healthy_deadline_s=60.0)),
+        "min-healthy-time/kubernetes": (kubernetes, partial(
+            oracle.decide_min_healthy, rule="kubernetes", progress_deadline_s=30.0)),
+    }
+
+
+def _agree(name: str, verdict: Verdict | None, decided_at_ms: int | None,
+           expected: oracle.Decision | None) -> None:
+    said = f"{name}: simulator {verdict} at {decided_at_ms}, oracle {expected}"
+    if expected is None:
+        assert verdict is None, said
+        return
+    assert verdict is not None, said
+    assert (verdict.ok, verdict.machine, verdict.layer) == (
+        expected.ok, expected.machine, expected.layer), said
+    assert decided_at_ms == expected.at_ms, said
+
+
+@given(worlds())
+@example(INCIDENT)
+def test_flyctl_and_min_healthy_verdicts_agree_with_the_oracle(case: Case) -> None:
+    """flyctl-smoke and min-healthy-time (both rules) decide as the oracle, at the same look."""
+    machines, profile, cap, _ = case
+    simulated = world(*machines, horizon_s=HORIZON_S)
+    histories = _histories(machines, profile)
+    for name, (check, decide) in _platform_checks().items():
+        result = drive_world(check, simulated)  # type: ignore[arg-type]
+        _agree(name, result.verdict, result.decided_at_ms,
+               decide(histories, PUBLISH_MS, cap, HORIZON_MS))
+
+
+def test_the_incident_fails_flyctl_as_constantly_restarting_and_fails_nomad() -> None:
+    """The pinned incident: flyctl fails its third exit (restart_count 2); Nomad fails the give-up."""
+    machines, profile, cap, _ = INCIDENT
+    histories = _histories(machines, profile)
+    smoke = oracle.decide_flyctl(histories, PUBLISH_MS, cap, HORIZON_MS)
+    assert smoke is not None
+    assert (smoke.ok, smoke.machine, smoke.layer) == (False, "m1", "constantly-restarting")
+    # Settled at the +1.0 s poll, so reads at +1.0, +1.5, +2.5, +4.5, +6.5, +8.5, +10.5 s
+    # (0.5 s doubling to 2 s) and the window ends at +11.0 s. Starts every 3.2 s from
+    # +0.4 s: the exit with restart_count 2 is the third, at +0.4 + 2 * 3.2 + 2.5 = +9.3 s,
+    # first read at +10.5 s, inside the window.
+    assert smoke.at_ms - PUBLISH_MS == 10_500
+    # The check too: it once opened the window at the long poll's entry (+0.4 s) and
+    # failed at +9.9 s, a moment flyctl, which notices the poll at its 1 s tick, never reads.
+    assert drive_world(FlyctlSmokeCheck(), world(*machines, horizon_s=HORIZON_S)).decided_at_ms == (
+        PUBLISH_MS + 10_500)
+    nomad = oracle.decide_min_healthy(histories, PUBLISH_MS, cap, HORIZON_MS,
+                                      healthy_deadline_s=60.0)
+    assert nomad is not None
+    # Never up 10 s in a row; the 11th crash (+0.4 + 10 * 3.2 + 2.5 = +34.9 s) spends the
+    # 10 retries, and Nomad's task_states health fails the stopped machine at once.
+    assert (nomad.ok, nomad.machine, nomad.layer) == (False, "m1", "task-failed")
+    assert 34_900 <= nomad.at_ms - PUBLISH_MS < 36_000
+
+
+def test_start_after_launch_keeps_fly_gos_quirks() -> None:
+    """The oldest start after the newest launch; an exit after that start, or no launch, is None."""
+    launch, exit_ = Event("launch", "created", 0, "user"), Event("exit", "stopped", 3, exit_code=1)
+    starts = [Event("start", "started", t) for t in (1, 5)]
+    assert oracle.start_after_launch([launch, starts[0]]) == 1
+    assert oracle.start_after_launch([launch, starts[0], exit_, starts[1]]) is None
+    assert oracle.start_after_launch([launch, exit_, starts[1]]) == 5
+    assert oracle.start_after_launch([starts[0], exit_, starts[1]]) is None
+
+
+def _flyctl_options(check: FlyctlSmokeCheck) -> dict[str, object]:
+    # The oracle knows jpillora's bounds, not the check's seeded draws.
+    assert check.jitter_seed is None
+    return {"window_s": check.window_s, "min_uptime_s": check.min_uptime_s,
+            "backoff_min_s": check.backoff_min_s, "backoff_max_s": check.backoff_max_s,
+            "wait_timeout_s": check.wait_timeout_s, "wait_states": check.wait_states,
+            "poll_s": check.poll_s, "wait_reading": check.wait_reading,
+            "listen_wait_s": check.listen_wait_s}
+
+
+def _min_healthy_options(check: MinHealthyTimeCheck) -> dict[str, object]:
+    return {"min_healthy_s": check.min_healthy_s, "healthy_deadline_s": check.healthy_deadline_s,
+            "progress_deadline_s": check.progress_deadline_s, "rule": check.rule,
+            "poll_s": check.poll_s}
+
+
+@pytest.mark.parametrize("name", sorted(scenarios.shipped()))
+def test_shipped_scenarios_agree_with_the_oracle_for_flyctl_and_min_healthy(name: str) -> None:
+    """A whole publish decides flyctl-smoke and min-healthy-time as the oracle does from its history."""
+    loaded = scenarios.load(name)
+    histories = _undisturbed(loaded)
+    # The run's horizon counts from the platform's epoch, as the publish time does.
+    horizon_ms = loaded.platform.epoch_ms + round(loaded.horizon_s * 1000)
+    for check in load_checks(["flyctl-smoke", "min-healthy-time"], loaded.check.model_dump()):
+        result = run(loaded, 0, check)
+        if isinstance(check, FlyctlSmokeCheck):
+            expected = oracle.decide_flyctl(
+                histories, loaded.publish_started_ms, loaded.platform.event_log_cap, horizon_ms,
+                **_flyctl_options(check))  # type: ignore[arg-type]
+        else:
+            assert isinstance(check, MinHealthyTimeCheck)
+            expected = oracle.decide_min_healthy(
+                histories, loaded.publish_started_ms, loaded.platform.event_log_cap, horizon_ms,
+                **_min_healthy_options(check))  # type: ignore[arg-type]
+        decided = (None if result.decided_at_s is None
+                   else loaded.publish_started_ms + round(result.decided_at_s * 1000))
+        _agree(f"{name} {check.name}", result.verdict, decided, expected)

@@ -75,10 +75,10 @@ def test_a_world_that_raises_becomes_error_rows(monkeypatch: pytest.MonkeyPatch)
     """A simulation that raises gives error rows with its message; other worlds still run."""
     real = sweep_units.run_checks
 
-    def flaky(scenario: Any, seed: int, checks: Any) -> Any:
+    def flaky(scenario: Any, seed: int, checks: Any, *budget: Any) -> Any:
         if seed == 4 and scenario.release.crash_after_s == 5:
             raise RuntimeError("simulated platform bug")
-        return real(scenario, seed, checks)
+        return real(scenario, seed, checks, *budget)
 
     monkeypatch.setattr(sweep_units, "run_checks", flaky)
     result = run_sweep(load_sweep(SMALL), workers=1, per_task=7)

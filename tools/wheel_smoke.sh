@@ -4,7 +4,8 @@
 # Usage: tools/wheel_smoke.sh PYTHON   (make wheel-smoke passes the project's .venv python)
 set -euo pipefail
 
-python=${1:-python3}
+python=$(command -v "${1:-python3}") || { echo "wheel-smoke: no python ${1:-python3}" >&2; exit 1; }
+case $python in /*) ;; *) python=$PWD/$python ;; esac  # the steps below run from elsewhere
 checkout=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/testbed-wheel-smoke.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -76,5 +77,13 @@ line="testbed compare sept"
 _ARGCOMPLETE=1 _ARGCOMPLETE_IFS=' ' COMP_LINE="$line" COMP_POINT=${#line} \
   _ARGCOMPLETE_STDOUT_FILENAME=candidates.txt "$testbed"
 grep -q 'sept25-crash-loop' candidates.txt || fail "completing '$line': $(cat candidates.txt)"
+
+step "a user's project with its own checks/ and sim/: the CLI, the Python API, pytest with the kit"
+# The [test] extra (hypothesis) for sim.kit.strategies, and pytest, as a user's CI has them.
+"$python" -m pip --python "$work/venv/bin/python" install --quiet -c "$checkout/constraints.txt" \
+  "$wheel[test]" pytest
+# The harness is the checkout's (stdlib only, run by the project's python); everything it
+# runs is the wheel's venv, from inside a project folder it makes (tools/user_project.py).
+"$python" "$checkout/tools/user_project.py" "$work/venv/bin" || fail "the user-project run failed"
 
 printf '\nwheel-smoke: ok in %d s (%s)\n' "$((SECONDS - started))" "$(basename "$wheel")" >&2

@@ -5,7 +5,12 @@
 # failure roll back by updating to the previous image. Exit 0: live; 1: failed (rolled
 # back); 2: a usage or API error.
 #
-#   RULE=timestamp|count  FLY_API_HOSTNAME FLY_API_TOKEN FLY_APP_NAME FLY_IMAGE_REF
+# Without FLY_IMAGE_REF (or with STEP=check) it only judges: the platform has published
+# (testbed compare --check-http), so it waits for the machines as they are, judges, and
+# leaves the rollback to the pipeline.
+#
+#   RULE=timestamp|count  FLY_API_HOSTNAME FLY_API_TOKEN FLY_APP_NAME [FLY_IMAGE_REF]
+#   STEP=deploy|check (default: deploy if FLY_IMAGE_REF is set)
 #   LOOK_DELAY_S (default 10)  WAIT_TIMEOUT_S (default 60, Fly's most)
 #
 # The rules are the incident's check (checks/layered.py): "count" compares how many
@@ -15,10 +20,13 @@
 set -euo pipefail
 
 : "${RULE:?RULE must be timestamp or count}" "${FLY_API_HOSTNAME:?}" "${FLY_API_TOKEN:?}"
-: "${FLY_APP_NAME:?}" "${FLY_IMAGE_REF:?}"
+: "${FLY_APP_NAME:?}"
+STEP="${STEP:-$([[ -n ${FLY_IMAGE_REF:-} ]] && echo deploy || echo check)}"
 LOOK_DELAY_S="${LOOK_DELAY_S:-10}"
 WAIT_TIMEOUT_S="${WAIT_TIMEOUT_S:-60}"
 case "$RULE" in timestamp|count) ;; *) echo "RULE must be timestamp or count" >&2; exit 2 ;; esac
+case "$STEP" in deploy) : "${FLY_IMAGE_REF:?STEP=deploy needs FLY_IMAGE_REF}" ;; check) ;;
+  *) echo "STEP must be deploy or check" >&2; exit 2 ;; esac
 BASE="http://$FLY_API_HOSTNAME/v1/apps/$FLY_APP_NAME"
 
 api() {  # api METHOD PATH [BODY]: the JSON body on stdout; non-2xx: message, exit 2
@@ -73,8 +81,20 @@ api GET /machines >"$tmp/before.json" || exit 2
 ids=$(jq -r '.[].id' "$tmp/before.json")
 previous=$(jq -r '[.[].config.image // empty][0] // empty' "$tmp/before.json")
 
-update_all "$FLY_IMAGE_REF"
-publish_ms=$(jq -s '[.[].events[]?.timestamp] | max' "$tmp"/update-*.json)
+if [[ $STEP == deploy ]]; then
+  update_all "$FLY_IMAGE_REF"
+  publish_ms=$(jq -s '[.[].events[]?.timestamp] | max' "$tmp"/update-*.json)
+else
+  # Published already: the newest launch or update event is the publish; wait for each
+  # machine's current version to be started.
+  publish_ms=$(jq '[.[].events[]? | select(.type == "launch" or .type == "update") | .timestamp] | max' \
+               "$tmp/before.json")
+  for id in $ids; do
+    version=$(jq -r --arg id "$id" '.[] | select(.id == $id) | .instance_id' "$tmp/before.json")
+    api GET "/machines/$id/wait?state=started&timeout=$WAIT_TIMEOUT_S&instance_id=$version" \
+        >/dev/null || echo "machine $id did not reach started within ${WAIT_TIMEOUT_S}s" >&2
+  done
+fi
 
 verdict=""
 sleep "$LOOK_DELAY_S"
@@ -95,8 +115,8 @@ fi
 
 echo "$RULE: ${verdict#* } (${verdict%% *})"
 if [[ $verdict == failed* ]]; then
-  if [[ -n $previous && $previous != "$FLY_IMAGE_REF" ]]; then
-    echo "rolling back to $previous"
+  if [[ $STEP == deploy && -n $previous && $previous != "$FLY_IMAGE_REF" ]]; then
+    echo "rolling back to $previous" >&2
     update_all "$previous"
   fi
   exit 1

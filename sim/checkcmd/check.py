@@ -18,6 +18,9 @@ from platform_testbed.sim.checkcmd.wire import AnswerError, look_to_api, parse_a
 #: Per-call limit on one answer (assumed: generous for a check that only does arithmetic,
 #: yet short enough that a hung child costs one run seconds, not minutes).
 DEFAULT_TIMEOUT_S = 5.0
+#: The longest one answer may take (seconds): an hour. Past it a wait is a mistake, and a
+#: huge one (1e300) overflows the clock arithmetic that enforces it.
+MAX_TIMEOUT_S = 3600.0
 #: After stdin closes, how long a polite child gets to exit before it is killed.
 CLOSE_GRACE_S = 1.0
 #: Interpreters whose first script argument names the check better than they do.

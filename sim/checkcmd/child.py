@@ -24,8 +24,47 @@ class ExternalCheckError(RuntimeError):
     """The check's command hung, died, or answered something that is not a protocol answer."""
 
 
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the child's whole session (it and anything it started) and reap the child."""
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid``, children first (from ``/proc``; none elsewhere).
+
+    Read before the kill: a grandchild that left the group with ``setsid`` is outside
+    ``killpg``'s reach, but still below the child while the child lives.
+    """
+    below: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+                ppid = int(handle.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # gone since listed, or not readable
+        below.setdefault(ppid, []).append(int(name))
+    found, queue = [], list(below.get(pid, ()))
+    while queue:
+        child = queue.pop(0)
+        found.append(child)
+        queue += below.get(child, ())
+    return found
+
+
+def _kill(proc: subprocess.Popen[bytes], seen: list[int]) -> None:
+    """Kill the child, everything in its session and everything below it; reap the child.
+
+    ``seen``: processes found below the child earlier (``Child.close`` looks before it lets
+    the child exit: an orphan is no longer below it).
+    """
+    below = [*seen, *(descendants(proc.pid) if proc.poll() is None else [])]
+    # First those below (some may have called setsid: a group of their own), while the
+    # child lives: an unreaped pid cannot be reused by another process in the meantime.
+    for pid in below:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
     # The child leads its own process group, so the group outlives it while any of its own
     # children do, and its id is not reused until then: killing the group is safe.
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -57,7 +96,8 @@ class Child:
         self.stderr_open = True
         # Whatever happens to the CommandCheck (an exception, no close, interpreter exit),
         # the child is killed and reaped.
-        self.finalizer = weakref.finalize(self, _kill, self.proc)
+        self.below: list[int] = []
+        self.finalizer = weakref.finalize(self, _kill, self.proc, self.below)
 
     def _read_stderr(self) -> None:
         while self.stderr_open:
@@ -170,6 +210,8 @@ class Child:
         """End the child: EOF on its stdin, a moment to exit, then kill what is left."""
         if not self.finalizer.alive:
             return
+        if self.proc.poll() is None:  # looked at now: once the child exits, they are orphans
+            self.below[:] = descendants(self.proc.pid)
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             with contextlib.suppress(BrokenPipeError):
                 self.proc.stdin.close()

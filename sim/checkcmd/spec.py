@@ -11,7 +11,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from platform_testbed.sim.checkcmd.check import DEFAULT_TIMEOUT_S, CommandCheck, derive_name, split_command
+from platform_testbed.sim.checkcmd.check import (
+    DEFAULT_TIMEOUT_S,
+    MAX_TIMEOUT_S,
+    CommandCheck,
+    derive_name,
+    split_command,
+)
 from platform_testbed.sim.checkcmd.wire import PROTOCOL, is_number
 from platform_testbed.sim.config.settings import BadInput
 
@@ -50,8 +56,9 @@ def make_spec(command: str, name: str | None = None, timeout_s: float = DEFAULT_
         raise BadInput(f"{where} {command!r}: cannot split it into words ({error})") from None
     if shutil.which(argv[0]) is None:
         raise BadInput(f"{where} {command!r}: no program {argv[0]!r} (not found, or not executable)")
-    if not timeout_s > 0 or not math.isfinite(timeout_s):
-        raise BadInput(f"--check-cmd-timeout: must be a number of seconds > 0 (got {timeout_s})")
+    if not (math.isfinite(timeout_s) and 0 < timeout_s <= MAX_TIMEOUT_S):
+        raise BadInput(f"--check-cmd-timeout: must be a number of seconds > 0 and at most "
+                       f"{MAX_TIMEOUT_S:g} (got {timeout_s:g})")
     return CommandSpec(tuple(argv), name or derive_name(argv), timeout_s)
 
 
@@ -89,8 +96,8 @@ def add_arguments(parser: argparse.ArgumentParser, single: bool = False) -> None
     parser.add_argument(
         "--check-cmd", action="append", default=[], metavar="COMMAND",
         help="the check to hunt, run as a subprocess speaking JSON Lines "
-        "(docs/check-protocol.md), instead of --check; exactly one" if single else
-        "a check run as a subprocess speaking JSON Lines (docs/check-protocol.md); "
+        "(the project's docs/check-protocol.md), instead of --check; exactly one" if single else
+        "a check run as a subprocess speaking JSON Lines (the project's docs/check-protocol.md); "
         "runs beside the --check ones (alone when there are none); repeatable",
     )
     parser.add_argument(

@@ -24,6 +24,8 @@ import importlib
 import importlib.util
 import inspect
 import math
+import os
+import sys
 import typing
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -126,9 +128,23 @@ class _Target:
 
 
 def _import(module_name: str) -> ModuleType:
-    """A module by dotted name, or a ``.py`` file by path (no package needed)."""
+    """A module by dotted name, or a ``.py`` file by path (no package needed).
+
+    A dotted name is looked for in the current folder first, as ``python -m`` would: the
+    ``testbed`` console script's ``sys.path`` starts at its own ``bin/`` folder, so a
+    user's ``checks.mine`` in their project would otherwise be found only if installed.
+    The folder is on the path for that import alone.
+    """
     if not module_name.endswith(".py"):
-        return importlib.import_module(module_name)
+        here = os.getcwd()
+        if sys.path[:1] in ([""], [here]):
+            return importlib.import_module(module_name)
+        sys.path.insert(0, here)
+        try:
+            return importlib.import_module(module_name)
+        finally:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(here)
     path = Path(module_name)
     if not path.is_file():
         raise FileNotFoundError(f"no such file {module_name}")

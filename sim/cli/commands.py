@@ -16,9 +16,9 @@ from typing import Any
 
 from platform_testbed.checks import BUILTIN_CHECKS, Check
 from platform_testbed.sim import checkcmd
-from platform_testbed.sim.checkload.budget import apply_check_limits
+from platform_testbed.sim.checkload.budget import CheckBudget, check_budget
 from platform_testbed.sim.checkload.loader import build_checks, load_checks, setups
-from platform_testbed.sim.cli import expect
+from platform_testbed.sim.cli import expect, twinopts
 from platform_testbed.sim.cli.compareopts import (
     INLINE_RUNS,
     MAX_RUNS,
@@ -37,7 +37,6 @@ from platform_testbed.sim.config.settings import at_most, env_limit, first_seed
 from platform_testbed.sim.publish.compare import SCHEMA_VERSION, compare
 from platform_testbed.sim.publish.recording import Recorder, load_recordings, replay_all, replay_json
 from platform_testbed.sim.publish.world import run
-from platform_testbed.sim.rollout import config as rollout_config
 from platform_testbed.sim.show import junit, report
 
 # As in sim.cli.parser (which cannot be imported from here: it imports this module).
@@ -60,6 +59,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         return _list_profiles(args.json)
     if args.json:  # the scenario listing has no JSON form (yet): refuse rather than ignore
         raise BadInput("--json: needs --profiles (the scenario listing is text only)")
+    from platform_testbed.sim.rollout import config as rollout_config  # noqa: PLC0415 -- list alone
+
     publishes = {n: _line(scenario.load(n).description) for n in scenario.shipped()}
     rollouts = {n: _line(rollout_config.load(n).description) for n in rollout_config.shipped()}
     print(report.listing({"publish scenarios (testbed compare NAME)": publishes,
@@ -95,10 +96,10 @@ def cmd_series(args: argparse.Namespace) -> int:
     from platform_testbed.sim.publish.series import run_series  # noqa: PLC0415
     from platform_testbed.sim.show.report import series_text  # noqa: PLC0415
 
-    apply_check_limits(args)
+    budget = check_budget(args)
     specs = args.check or ["count", "timestamp"]
     names = [getattr(c, "name", "") for c in load_checks(specs, {})]
-    result = run_series(args.series, specs)
+    result = run_series(args.series, specs, budget)
     if args.json:
         print(json.dumps({
             "schema_version": 1,
@@ -119,7 +120,7 @@ def cmd_series(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run the checks side by side in the same world(s)."""
-    apply_check_limits(args)
+    budget = check_budget(args)
     at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
     gate = fail_on(args.fail_on, scenario.OUTCOMES)
     loaded = scenario.load(args.scenario, [*args.set, *expect_sets(args.expect, scenario.OUTCOMES)])
@@ -127,9 +128,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_outputs(args)
     args.junit = junit.checked(args)
     names_asked = checkcmd.with_commands(args.check, args)
-    built = build_checks(names_asked, loaded.check, _options(args.check_opt))
+    steps = twinopts.steps(args)
+    # A real process alone replaces the all-built-ins default, as a --check-cmd does.
+    built = [] if steps and not names_asked else build_checks(
+        names_asked, loaded.check, _options(args.check_opt))
     checks = [b.check for b in built]
     names = [b.setup.name for b in built]
+    twinopts.check_against(steps, names, args)
     for key in loaded.expect:
         if key not in BUILTIN_CHECKS and key not in names:
             raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)})")
@@ -137,7 +142,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     first_seed(seed)
     recorder = Recorder(loaded.publish_started_ms, loaded.check.model_dump(), setups(built))
     seeds: Iterable[int] = range(seed, seed + args.runs)
-    runner = seed_runner(args, loaded, names_asked, _options(args.check_opt))  # None: here
+    runner = seed_runner(args, loaded, names_asked, _options(args.check_opt), budget)  # None: here
     # A bar on stderr for long comparisons, only where a person watches (never in CI logs).
     if args.runs >= 50 and sys.stderr.isatty() and runner is None:
         from rich.console import Console  # noqa: PLC0415 -- rich only when a bar is shown
@@ -151,13 +156,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     keep = (not args.summary and args.runs <= INLINE_RUNS) or bool(args.junit)
     with details(args.details, args.force, loaded.publish_started_ms) as on_run:
         result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
-                         setups=setups(built), keep_runs=keep, on_run=on_run, runner=runner)
+                         setups=setups(built), keep_runs=keep, on_run=on_run, budget=budget,
+                         steps=steps, runner=runner)
+    twinopts.report_timings(steps)
     junit.write(args.junit, [junit.compare_suite(result, fail_on=gate)])
     if args.record:
         recorder.save(args.record, args.force)
         print(f"looks recorded to {args.record}", file=sys.stderr)
     if args.timeline:
-        write_timeline(args.timeline, loaded, checks, seed)
+        write_timeline(args.timeline, loaded, checks, seed, budget)
     if args.json:
         print(json.dumps(result.to_json(), indent=None, separators=(",", ":")))
     else:
@@ -173,7 +180,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_EXPECTATION if result.expectations_failed or gated else EXIT_OK
 
 
-def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], seed: int) -> None:
+def write_timeline(
+    path: str, loaded: scenario.Scenario, checks: list[Check], seed: int, budget: CheckBudget
+) -> None:
     """Re-run each check in the first seed's world with a trace and save the timeline figure."""
     # matplotlib takes a while to import: load it only when a timeline is asked for.
     try:
@@ -182,17 +191,19 @@ def write_timeline(path: str, loaded: scenario.Scenario, checks: list[Check], se
         raise BadInput(f"--timeline needs matplotlib ({error}): "
                        "pip install 'platform-simulator-testbed[plot]'") from None
 
-    save_timeline(path, loaded, [run(loaded, seed, check, trace=True) for check in checks])
+    runs = [run(loaded, seed, check, trace=True, budget=budget) for check in checks]
+    save_timeline(path, loaded, runs)
     print(f"timeline written to {path}", file=sys.stderr)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
-    apply_check_limits(args)
+    budget = check_budget(args)
     args.junit = junit.checked(args)
     wanted = expect.parse(args.expect)
     recordings = load_recordings(args.recording, args.at_ms, args.publish_ms)
-    rows = replay_all(recordings, checkcmd.with_commands(args.check, args), _options(args.check_opt))
+    rows = replay_all(recordings, checkcmd.with_commands(args.check, args),
+                      _options(args.check_opt), budget)
     misses = expect.judge(wanted, rows)
     junit.write(args.junit, [junit.replay_suite(args.recording, rows, misses)])
     if args.json:
@@ -205,7 +216,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_checks(args: argparse.Namespace) -> int:
     """The built-in checks × shipped scenarios table (Markdown), as in the README."""
-    apply_check_limits(args)
+    budget = check_budget(args)
     at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
     args.junit = junit.checked(args)
     reports = []
@@ -218,8 +229,8 @@ def cmd_checks(args: argparse.Namespace) -> int:
         built = build_checks(names, loaded.check, extra)
         reports.append(compare(loaded, [b.check for b in built],
                                range(loaded.seed, loaded.seed + args.runs), setups=setups(built),
-                               keep_runs=bool(args.junit),
-                               runner=seed_runner(args, loaded, names, extra)))
+                               keep_runs=bool(args.junit), budget=budget,
+                               runner=seed_runner(args, loaded, names, extra, budget)))
         rules = {b.setup.name: _rule(b.check) for b in built}
     rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
     junit.write(args.junit, [junit.compare_suite(r, "checks") for r in reports])

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_testbed.checks.drive import check_name
 from platform_testbed.sim import checkcmd
-from platform_testbed.sim.config.settings import BadInput, first_seed
+from platform_testbed.sim.config.settings import BadInput, first_seed, seed_value
 from platform_testbed.sim.runtime.signals import reraise_pending
 from platform_testbed.sim.show import junit
 
@@ -120,6 +120,9 @@ def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="hypothesis' seed: the same seed writes the same files (default 0)")
     parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                         help=f"folder for the scenario files, created if missing (default {DEFAULT_OUT}/)")
+    parser.add_argument("--force", action="store_true",
+                        help="write into a --out folder that holds an earlier hunt's files "
+                        "(and --junit to a device or through a symlink)")
     parser.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     junit.add_argument(parser)
@@ -169,6 +172,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     # hypothesis loads only for a hunt, not for every `testbed` command.
     from rich.console import Console  # noqa: PLC0415
 
+    from platform_testbed.sim.checkload.budget import check_budget  # noqa: PLC0415
     from platform_testbed.sim.config import scenario  # noqa: PLC0415
     from platform_testbed.sim.hunt.output import check_out_dir, summary, table, write_found  # noqa: PLC0415
     from platform_testbed.sim.hunt.search import hunt  # noqa: PLC0415
@@ -176,7 +180,8 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     # Every input is checked before the search starts: a bad one costs no time.
     if not 1 <= args.budget <= MAX_BUDGET:
         raise BadInput(f"--budget: must be from 1 to {MAX_BUDGET:,} (got {args.budget})")
-    first_seed(args.seed)
+    seed_value("--seed", first_seed(args.seed))  # the API's rule: 0 to 2**63 - 1
+    limits = check_budget(args)  # TESTBED_CHECK_TIMEOUT_S / TESTBED_MAX_LOOKS (hunt has no flags)
     try:
         base = scenario.load(args.scenario)
     except BadInput as error:
@@ -187,7 +192,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     checks = SpecChecks(spec)
     name = check_name(checks(base.check.model_dump()))  # builds it once: a bad check stops here
     out = Path(args.out)
-    check_out_dir(out)
+    check_out_dir(args.out, force=args.force)
     args.junit = junit.checked(args)
 
     errors = Console(stderr=True)
@@ -202,7 +207,8 @@ def cmd_hunt(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     with progress:
-        result = hunt(base, name, checks, budget=args.budget, seed=args.seed, progress=tell)
+        result = hunt(base, name, checks, budget=args.budget, seed=args.seed, progress=tell,
+                      check_budget=limits)
     # hypothesis' gc callback stays in place after the search and may swallow a signal's
     # exception (sim.runtime.signals._pending): ask before writing, and before saying we are done.
     reraise_pending()

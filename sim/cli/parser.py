@@ -18,19 +18,20 @@ from typing import Any, NoReturn
 
 from platform_testbed.checks import BUILTIN_CHECKS
 from platform_testbed.sim import checkcmd
-from platform_testbed.sim.checkload.budget import add_check_limits, restore_limits, save_limits
-from platform_testbed.sim.cli import completion, expect
+from platform_testbed.sim.checkload.budget import add_check_limits
+from platform_testbed.sim.cli import completion, expect, twinopts
 from platform_testbed.sim.cli.compareopts import add_gate_options, add_output_options
 from platform_testbed.sim.cli.hunt import add_hunt_parser
 from platform_testbed.sim.cli.parsers import add_lint_timing_parser, add_rollout_parser, add_sweep_parser
 from platform_testbed.sim.cli.pool import add_pool_options
-from platform_testbed.sim.config.settings import BadInput
-from platform_testbed.sim.runtime.signals import Terminated, exit_on_signals, restore_signals
+from platform_testbed.sim.config.settings import BadInput, check_environment
+from platform_testbed.sim.runtime.signals import HungUp, Terminated, exit_on_signals, restore_signals
 from platform_testbed.sim.show import junit
+from platform_testbed.sim.show.text import printable_streams
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 # As a shell reports a command ended by SIGINT (Ctrl-C) or SIGTERM: 128 + the signal.
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_HUNG_UP = 130, 143, 129
 #: Where a check's options come from (also in the README, "Check options").
 PRECEDENCE = (
     "check options, lowest first: the check's own default < the scenario's [check] table, "
@@ -69,6 +70,27 @@ def _command(args: argparse.Namespace) -> int:
     return code
 
 
+def _region(args: argparse.Namespace) -> int:
+    from platform_testbed.sim.cli.region import cmd_region  # noqa: PLC0415 -- see the module docstring
+
+    return cmd_region(args)
+
+
+def _add_region_parser(sub: Any) -> None:
+    """``region sept25 [--json] [--workers N] [--no-progress]`` (``sim.cli.region``)."""
+    region = sub.add_parser(
+        "region", help="print the unknowns consistent with an incident (sept25)",
+        description="Run the incident's sweep of unknowns and print the points consistent with "
+        "what happened: on 25 September count marked the publishes live and timestamp would "
+        "have failed them.")
+    region.add_argument("name", choices=["sept25"], help="the incident")
+    region.add_argument("--workers", type=int, metavar="N",
+                        help="local worker processes (default: one per core; 1: no pool)")
+    region.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    region.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    region.set_defaults(handler=_region)
+
+
 def _serve(args: argparse.Namespace) -> int:
     from platform_testbed.sim.cli.serve import serve_command  # noqa: PLC0415 -- see the module docstring
 
@@ -105,7 +127,7 @@ def _add_debug(parser: argparse.ArgumentParser) -> None:
                         help="show the traceback of a check that raised")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 -- every subcommand, in order
     """The argument parser with every subcommand."""
     parser = _Parser(
         prog="testbed",
@@ -155,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_gate_options(comp)
     _add_debug(comp)
     checkcmd.add_arguments(comp)
+    twinopts.add_arguments(comp)
     comp.set_defaults(handler=_command)
 
     rep = sub.add_parser(
@@ -218,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     series = sub.add_parser(
         "series", help="several publishes (apps, one day), every check in each",
         description="Run every check in every publish of a series file "
-        "(scenarios/series/*.toml): a row per publish, and per check how many publishes it "
+        "(a .toml path, or a shipped series' name): a row per publish, and per check how many publishes it "
         "let go live that the reconciler failed later. Exit 1 if expect_late_failures fails.",
     )
     series.add_argument("series", help="a shipped series name (sept25-three-publishes) or a .toml path")
@@ -229,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     series.set_defaults(handler=_command)
 
     for add in (add_sweep_parser, add_hunt_parser, add_rollout_parser, add_lint_timing_parser,
-                completion.add_completion_parser, _add_serve_parser):
+                _add_region_parser, completion.add_completion_parser, _add_serve_parser):
         add(sub)
     return parser
 
@@ -238,15 +261,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``testbed`` console script."""
     # Handlers first: a signal while the parser is built ends the command as one mid-run.
     previous = exit_on_signals()
-    saved_env = save_limits()
+    printable_streams()  # an ASCII-only terminal gets escapes, not a UnicodeEncodeError
     try:
         parser = build_parser()
         completion.hook(parser)  # a shell asking for completions gets them here, and no more
         args = parser.parse_args(argv)
+        check_environment()  # every TESTBED_* limit and COLUMNS by its rule, before any work
         code: int = args.handler(args)
     except KeyboardInterrupt:
         print("testbed: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except HungUp:
+        print("testbed: hung up", file=sys.stderr)
+        return EXIT_HUNG_UP
     except Terminated:
         print("testbed: terminated", file=sys.stderr)
         return EXIT_TERMINATED
@@ -260,7 +287,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     finally:
         restore_signals(previous)
-        restore_limits(saved_env)
         checkcmd.close_all()  # no --check-cmd child outlives the command, whatever happened
     return code
 

@@ -42,7 +42,7 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
         "one row per point, seed and check; a summary per check on stdout.",
     )
     parser.add_argument("sweep", help="a sweep file (.toml) or a shipped sweep's name, e.g. "
-                        "crash_period_vs_look_delay")
+                        "sept25-unknowns")
     parser.add_argument("--workers", type=int, metavar="N",
                         help="local worker processes (default: one per core; 1: no pool)")
     parser.add_argument("--out", metavar="FILE",
@@ -72,7 +72,8 @@ def add_rollout_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="simulate a rolling deploy behind a load balancer and count its 502s",
         description="Simulate a rolling deploy behind a load balancer; count 502s per run.",
     )
-    parser.add_argument("scenario", help="a shipped name in scenarios/rollouts/ or a .toml path")
+    parser.add_argument("scenario", help="a shipped rollout's name (testbed list), e.g. "
+                        "original, or a .toml path")
     parser.add_argument("--seed", type=int, default=None, help="first seed (default: scenario's)")
     parser.add_argument("--runs", type=int, default=1, help="runs with seeds seed, seed+1, ...")
     parser.add_argument(

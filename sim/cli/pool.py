@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from platform_testbed.sim.config.settings import BadInput, at_most, env_limit
 
 if TYPE_CHECKING:
+    from platform_testbed.sim.checkload.budget import CheckBudget
     from platform_testbed.sim.config.scenario import Scenario
     from platform_testbed.sim.publish.compare import Runner
 
@@ -44,12 +45,13 @@ def check_workers(args: argparse.Namespace) -> None:
 
 
 def seed_runner(args: argparse.Namespace, scenario: Scenario, names: Sequence[str],
-                extra: Mapping[str, Any]) -> Runner | None:
-    """The pool ``compare`` runs ``args.runs`` seeds on, or None to run them here."""
+                extra: Mapping[str, Any], budget: CheckBudget) -> Runner | None:
+    """The pool ``compare`` runs ``args.runs`` seeds on (the budget goes with every task),
+    or None to run them here."""
     check_workers(args)
     workers = args.workers
     if args.dask is None and (workers == 1 or (workers is None and args.runs < POOLED_RUNS)):
         return None
     from platform_testbed.sim.sweep.seeds import pooled  # noqa: PLC0415 -- the model, only now
 
-    return pooled(scenario, names, extra, workers, args.dask)
+    return pooled(scenario, names, extra, workers, args.dask, budget=budget)

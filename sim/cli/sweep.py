@@ -20,7 +20,7 @@ from rich.progress import (
 from rich.table import Column
 from rich.text import Text
 
-from platform_testbed.sim.checkload.budget import apply_check_limits
+from platform_testbed.sim.checkload.budget import CheckBudget, check_budget
 from platform_testbed.sim.cli.compareopts import fail_on, failed_on
 from platform_testbed.sim.cli.pool import MAX_WORKERS, WORKERS_ENV, check_workers
 from platform_testbed.sim.config.scenario import OUTCOMES
@@ -97,7 +97,7 @@ def sweep_progress(name: str, console: Console, disable: bool = False) -> Progre
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run a sweep file; write its rows; print the summary."""
-    apply_check_limits(args)  # before the pool starts: its workers inherit the limits
+    budget = check_budget(args)  # handed to every task: a pool's workers get it with the work
     sweep = load_sweep(args.sweep)
     check_workers(args)
     gate = fail_on(args.fail_on, OUTCOMES)
@@ -126,7 +126,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for path in facet_paths(sweep, Path(args.heatmap)):
             check_image("--heatmap", path, args.force)
     errors = Console(stderr=True)
-    result, kept = _run_to_file(args, sweep, out, errors)
+    result, kept = _run_to_file(args, sweep, out, errors, budget)
     # Here the file is in place, whole: every finished row (all of them, or with Ctrl-C
     # those finished before it). A SIGTERM or a second Ctrl-C left the previous file.
     names = tuple(dict.fromkeys(str(r["check"]) for r in kept))
@@ -156,7 +156,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _run_to_file(
-    args: argparse.Namespace, sweep: Sweep, out: Path, errors: Console
+    args: argparse.Namespace, sweep: Sweep, out: Path, errors: Console, budget: CheckBudget
 ) -> tuple[SweepResult, list[Row]]:
     """Run the sweep, its rows streaming to ``out``; return the result and the rows kept
     for a JUnit report or a heatmap (none without those)."""
@@ -177,5 +177,6 @@ def _run_to_file(
             result = run_sweep(
                 sweep, workers=args.workers, dask=args.dask,
                 progress=lambda units: progress.advance(task, units), sink=sink,
+                budget=budget,
             )
     return result, kept

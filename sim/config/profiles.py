@@ -125,7 +125,7 @@ PROFILES: dict[str, Profile] = {
             name="fly-start-starting",
             summary="as fly-exit-start, and flyd writes start/starting before each restart",
             sources="issue 9 reports start/starting in payloads; no public payload found shows "
-            "one (tests/data/fly/SOURCES.md): assumed",
+            "one (the project's tests/data/fly/SOURCES.md lists those read): assumed",
             restart=(_e("start", "starting"),),
             **_COMMON_FLY,
         ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import stat
 import tomllib
@@ -82,7 +83,9 @@ def format_error(source: str, error: ValidationError, model: type[Any] | None = 
     # In a union (a sweep axis is a list, a range or a random draw) the first error is the
     # first branch's; a non-finite number is the one a person can act on.
     first = next((e for e in errors if e["type"] == "finite_number"), errors[0])
-    loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-"))
+    # A union's branch shows in the location as its class (``RandomAxis``) or type
+    # (``list[...]``): the person wrote neither, so the location leaves them out.
+    loc = ".".join(str(p) for p in first["loc"] if not _branch(str(p)))
     kind = first["type"]
     if kind == "extra_forbidden":
         return f"{source}: {loc}: unknown field{_near_miss(model, first['loc'])}"
@@ -92,6 +95,10 @@ def format_error(source: str, error: ValidationError, model: type[Any] | None = 
     # Only the first letter is lowered: a message may name an environment variable.
     msg = first["msg"].rstrip(".").removeprefix("Value error, ")
     return f"{source}: {loc}: {msg[:1].lower()}{msg[1:]} (got {got!r})"
+
+
+def _branch(part: str) -> bool:
+    return part.startswith("function-") or "[" in part or part[:1].isupper()
 
 
 def validated(model: type[Model], raw: dict[str, Any], source: str) -> Model:
@@ -160,7 +167,7 @@ def read_text(path: Path, unreadable: str) -> str:
             mode = os.fstat(handle.fileno()).st_mode
             if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):  # a pipe: `<(...)` is fine
                 raise BadInput(unreadable.format(path=path, reason="not a regular file"))
-            data = handle.read(limit + 1)
+            data = _read_at_most(handle, limit + 1)
     except OSError as error:
         raise BadInput(unreadable.format(path=path, reason=error.strerror)) from None
     if len(data) > limit:
@@ -173,18 +180,106 @@ def read_text(path: Path, unreadable: str) -> str:
                        f"{data[error.start:error.start + 1]!r}); save it as UTF-8") from None
 
 
+def _read_at_most(handle: Any, size: int) -> bytes:
+    """At most ``size`` bytes, read in 1 MiB pieces: ``read(size)`` allocates ``size`` at once."""
+    pieces: list[bytes] = []
+    left = size
+    while left > 0:
+        piece = handle.read(min(left, 1 << 20))
+        if not piece:
+            break
+        pieces.append(piece)
+        left -= len(piece)
+    return b"".join(pieces)
+
+
+#: The largest value any TESTBED_* limit may be raised to: far past any run that ends in
+#: a day, small enough to be a machine integer (99999999999999999999 was an OverflowError).
+ENV_CEILING = 10**15
+
+
 def env_limit(name: str, default: int) -> int:
-    """A documented upper limit, raised (or lowered) by the environment variable ``name``."""
+    """A documented upper limit, raised (or lowered) by the environment variable ``name``.
+
+    The rule: a whole number from 1 to ``ENV_CEILING`` (``_`` separators allowed); anything
+    else (``nan``, ``abc``, ``-1``, ``²``) is BadInput naming the variable and the rule.
+    """
+    text = os.environ.get(name)
+    if text is None or not text.strip():
+        return default
+    digits = text.strip().replace("_", "")
+    # ASCII only: "²".isdigit() is true but int("²") fails, and int() reads "٣" as 3.
+    if not (digits.isascii() and digits.isdigit()):
+        raise BadInput(f"{name}: must be a whole number from 1 to {ENV_CEILING:,} (got {text!r})")
+    value = int(digits)
+    if not 1 <= value <= ENV_CEILING:
+        raise BadInput(f"{name}: must be a whole number from 1 to {ENV_CEILING:,} (got {text!r})")
+    return value
+
+
+def env_number(name: str, default: float, most: float) -> float:
+    """A documented floor or timeout from the environment variable ``name``.
+
+    The rule: a finite number greater than 0 and at most ``most``; ``nan`` (which would
+    switch a floor off: every comparison with it is false), ``-1`` or ``abc`` is BadInput.
+    """
     text = os.environ.get(name)
     if text is None or not text.strip():
         return default
     try:
-        value = int(text.replace("_", ""))
+        value = float(text)
     except ValueError:
-        raise BadInput(f"{name}: must be a whole number (got {text!r})") from None
-    if value < 1:
-        raise BadInput(f"{name}: must be at least 1 (got {value})")
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= most):
+        raise BadInput(f"{name}: must be a number greater than 0 and at most {most:g} "
+                       f"(got {text!r})")
     return value
+
+
+#: Every limit the environment may set, with its default, checked at each door before
+#: any work (``check_environment``): names here and the readers' constants are the same.
+_WHOLE_ENV = {
+    "TESTBED_MAX_FILE_BYTES": MAX_FILE_BYTES,
+    "TESTBED_MAX_RUNS": 1,
+    "TESTBED_MAX_SWEEP_POINTS": 1,
+    "TESTBED_MAX_WORKERS": 1,
+    "TESTBED_MAX_LOOKS": 1,
+}
+#: The floats: the crash-period floor (at most a minute: a floor above that refuses the
+#: shipped worlds) and a user check's per-look timeout (at most a day).
+_NUMBER_ENV = {"TESTBED_MIN_PERIOD_S": 60.0, "TESTBED_CHECK_TIMEOUT_S": 86_400.0}
+#: The widest COLUMNS a table is drawn at: wider is a mistake, not a terminal.
+MAX_COLUMNS = 10_000
+
+
+def columns_env() -> int | None:
+    """COLUMNS as a width, or None if unset: a whole number from 1 to MAX_COLUMNS."""
+    text = os.environ.get("COLUMNS", "").strip()
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_COLUMNS):
+        raise BadInput(f"COLUMNS: must be a whole number from 1 to {MAX_COLUMNS:,} (got {text!r})")
+    return int(text)
+
+
+def check_environment() -> None:
+    """Every TESTBED_* limit, COLUMNS and SOURCE_DATE_EPOCH by its rule, before any work.
+
+    BadInput for the first bad one.
+    """
+    for name, default in _WHOLE_ENV.items():
+        env_limit(name, default)
+    for name, most in _NUMBER_ENV.items():
+        env_number(name, 1.0, most)
+    columns_env()
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch and not (epoch.isascii() and epoch.isdigit() and int(epoch) <= ENV_CEILING):
+        # matplotlib reads it with int() when a figure is saved: a ValueError traceback.
+        raise BadInput(f"SOURCE_DATE_EPOCH: must be whole seconds since 1970, 0 or more "
+                       f"(got {epoch!r})")
+    folder = os.environ.get("TESTBED_SCENARIOS")
+    if folder and not Path(folder).is_dir():
+        raise BadInput(f"TESTBED_SCENARIOS: must be an existing folder (got {folder!r})")
 
 
 def at_most(option: str, value: int, limit: int, env: str | None = None) -> None:

@@ -22,8 +22,35 @@ from platform_testbed.sim.show.table import Table, command, fit, width, wrap
 TABLES = ("platform", "previous", "release", "check", "publish", "reconciler", "traffic")
 
 
-def check_out_dir(path: Path) -> None:
-    """Refuse an output folder before any work is done: it must be (or become) a writable folder."""
+#: The first line of every file a hunt writes (``scenario_toml``): how an earlier find is known.
+FOUND_MARK = "# Found by: testbed hunt"
+
+
+def earlier_finds(path: Path) -> list[Path]:
+    """The files an earlier hunt wrote into ``path`` (``.toml`` files opening with FOUND_MARK)."""
+    found = []
+    for file in sorted(path.glob("*.toml")):
+        try:
+            with file.open(encoding="utf-8", errors="replace") as handle:
+                first = handle.readline(len(FOUND_MARK) + 1)
+        except OSError:
+            continue
+        if first.startswith(FOUND_MARK):
+            found.append(file)
+    return found
+
+
+def check_out_dir(given: str | Path, force: bool = False) -> None:
+    """Refuse an output folder before any work is done: it must be (or become) a writable folder.
+
+    An empty path is refused (it would mean the current folder, unasked); so is a folder
+    holding an earlier hunt's files unless ``force``: the new finds would sit beside them,
+    and a reader could not tell which hunt wrote which.
+    """
+    if not str(given).strip():  # Path("") is ".": judged on the text as given
+        raise BadInput("--out: must name a folder (got an empty path); write --out . for "
+                       "the current folder")
+    path = Path(given)
     if path.exists() and not path.is_dir():
         raise BadInput(f"--out {path}: is a file; it must be a folder (created if missing)")
     try:
@@ -32,6 +59,10 @@ def check_out_dir(path: Path) -> None:
         raise BadInput(f"--out {path}: cannot create the folder ({error.strerror})") from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise BadInput(f"--out {path}: the folder is not writable")
+    earlier = earlier_finds(path)
+    if earlier and not force:
+        raise BadInput(f"--out {path}: holds {len(earlier)} file(s) of an earlier hunt "
+                       f"({earlier[0].name}, ...); give another folder, or --force to write beside them")
 
 
 def file_names(result: HuntResult) -> list[str]:
@@ -67,7 +98,8 @@ def describe(result: HuntResult, found: Found) -> str:
     return (
         f"Found by testbed hunt (seed {result.seed}): {result.check} {wrong}: {found.why}. "
         f"Changed from {base.name}: {diff}. Chosen by the hunt from lists of round values, "
-        f"not measured; not public for Fly, so assumed: {', '.join(ASSUMED)} (docs/fidelity.md)."
+        f"not measured; not public for Fly, so assumed: {', '.join(ASSUMED)} "
+        "(the project's docs/fidelity.md)."
     )
 
 
@@ -88,7 +120,7 @@ def scenario_toml(result: HuntResult, found: Found, name: str, check_arg: str) -
     base = result.base
     hunted = {key for key, _ in found.world}
     lines = [
-        f"# Found by: testbed hunt {check_arg} --scenario {base.name} --seed {result.seed} "
+        f"{FOUND_MARK} {check_arg} --scenario {base.name} --seed {result.seed} "
         f"--budget {result.budget}",
         f"# Reproduce: testbed compare {name}.toml {check_arg}",
         f"name = {_toml_value(name)}",

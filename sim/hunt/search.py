@@ -29,6 +29,7 @@ from hypothesis.errors import NoSuchExample
 from hypothesis.strategies import SearchStrategy
 
 from platform_testbed.checks import Check, Event
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.hunt.space import World, apply, changes_text, worlds
@@ -169,9 +170,10 @@ def diagnose(scenario: Scenario, result: RunResult) -> tuple[str, str]:
 class _Judge:
     """Runs worlds for the search, remembering each world's kind (hypothesis retries many)."""
 
-    def __init__(self, base: Scenario, make_check: CheckFactory) -> None:
+    def __init__(self, base: Scenario, make_check: CheckFactory, budget: CheckBudget) -> None:
         self.base = base
         self.make_check = make_check
+        self.budget = budget
         self.kinds: dict[World, tuple[str, str, str, RunResult] | None] = {}
         self.tried = 0
 
@@ -182,11 +184,12 @@ class _Judge:
         self.tried += 1
         scenario = apply(self.base, world)
         check = self.make_check(scenario.check.model_dump())
-        result = run(scenario, scenario.seed, check)
+        result = run(scenario, scenario.seed, check, budget=self.budget)
         answer = None
         if result.outcome in WRONG:
             # A second run with a trace, only for the wrong ones: the diagnosis needs every event.
-            traced = run(scenario, scenario.seed, check, bad=result.bad, trace=True)
+            traced = run(scenario, scenario.seed, check, bad=result.bad, trace=True,
+                         budget=self.budget)
             code, why = diagnose(scenario, traced)
             answer = (traced.outcome, code, why, traced)
         self.kinds[world] = answer
@@ -270,9 +273,14 @@ def hunt(
     budget: int,
     seed: int,
     progress: Progress | None = None,
+    check_budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> HuntResult:
-    """Find each kind of world that fools the check, each shrunk to its smallest."""
-    judge = _Judge(base, make_check)
+    """Find each kind of world that fools the check, each shrunk to its smallest.
+
+    ``budget`` is worlds tried per round; ``check_budget`` what the check is driven under
+    (``sim.checkload.budget``).
+    """
+    judge = _Judge(base, make_check, check_budget)
     rng = random.Random(seed)
     found: list[Found] = []
     kinds: set[tuple[str, str]] = set()

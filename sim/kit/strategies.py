@@ -8,19 +8,24 @@ smallest world that breaks it::
     def test_my_check_never_passes_a_crashing_release():
         assert_guarantee(MyCheck(), never_misses, worlds=worlds(cap=5))
 
-Needs hypothesis, which the package does not install by default:
-``pip install 'platform-simulator-testbed[test]'``. Worlds are laid out by
-``sim.kit.testing.world``: the simulator's own ``Machine`` (SimPy), no jitter, every event kept.
+Hypothesis comes with the package (``pip install platform-simulator-testbed``; the
+``dev`` extra adds pytest). Worlds are laid out by ``sim.kit.testing.world``: the
+simulator's own ``Machine`` (SimPy), every event kept.
 
-Values are drawn so that a shrunk example reads as its rule: every number is round (100 ms
-steps, whole seconds for slow crashes) and shrinks towards ``App``'s defaults, so
-``App(cap=1)`` is "the incident's crash loop with a one-event list". Walkthrough:
-``docs/your-check.md``.
+Timings are whole milliseconds, exits any code 1-255 (signal deaths 128 + n among them,
+137 without an OOM kill too), OOM kills under every restart policy, and the platform's
+jitter with its seed. Yet a shrunk example reads as its rule: each value's first choices
+are round (100 ms steps, whole seconds for slow crashes, exit 1, no jitter) and shrink
+towards ``App``'s defaults, so a millisecond, an odd exit code or jitter appears in a
+counterexample only when the rule needs it: ``App(cap=1)`` is "the incident's crash loop
+with a one-event list". Walkthrough: ``docs/your-check.md``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from hypothesis import HealthCheck, given, settings
@@ -35,6 +40,8 @@ from platform_testbed.sim.config.scenario import Outcome
 from platform_testbed.sim.kit.testing import PUBLISH_MS, App, Run, World, drive_world, world
 
 __all__ = [
+    "EXIT_CODES",
+    "JITTERS",
     "KINDS",
     "SLOW_CRASH_MS",
     "GuaranteeBroken",
@@ -52,16 +59,17 @@ __all__ = [
 T = TypeVar("T")
 
 #: The kinds of app a world's machine can run, simplest first (shrinking goes left).
+#: Crash times are before the platform's jitter (up to ``max(JITTERS)`` either way).
 KINDS: tuple[str, ...] = (
     "healthy",  # never exits
     "crash-loop",  # crashes 0.1-5 s after every start; on-failure, 10 retries
-    "crash-on-boot",  # the simulator's crash_on_boot: dies 0.1-1 s into every start
+    "crash-on-boot",  # the simulator's crash_on_boot: dies 1 ms-1 s into every start
     "slow-crash",  # crashes 15-120 s after every start: later than typical looks
     "oom",  # the OOM killer ends it (exit 137, oom_killed) after every start
     "clean-exit",  # exits 0: on-failure does not restart it, it stays stopped
-    "give-up",  # a crash loop under on-failure with max_retries 0-3: the platform gives up
-    "no-restart",  # restart policy "no": the first crash leaves it stopped
-    "always",  # restart policy "always": restarted forever, never reads stopped
+    "give-up",  # a crash loop (or OOM) under on-failure, max_retries 0-3: the platform gives up
+    "no-restart",  # restart policy "no": the first crash (or OOM) leaves it stopped
+    "always",  # restart policy "always": restarted forever (crash or OOM), never reads stopped
 )
 
 #: A crash at least this long after each start is a slow crash: later than the 5-10 s
@@ -69,10 +77,40 @@ KINDS: tuple[str, ...] = (
 SLOW_CRASH_MS = 15_000
 
 
-def _near(default: int, low: int, high: int, step: int) -> SearchStrategy[int]:
-    """Multiples of ``step`` in [low, high], shrinking towards the one nearest ``default``."""
-    values = sorted(range(low, high + 1, step), key=lambda v: (abs(v - default), v))
+# Cached: ``_world`` builds an ``apps`` strategy per world, and a millisecond range sorts
+# thousands of values (measured: a 1,000-world ``find`` of slow crashes 23 s -> under 1 s).
+@functools.cache
+def _near(default: int, low: int, high: int, step: int, tick: int | None = None) -> SearchStrategy[int]:
+    """Values in [low, high], shrinking to round ones near ``default`` before any other.
+
+    Round: multiples of ``step``, nearest ``default`` first; then, with ``tick``, every
+    multiple of ``tick`` (1: each millisecond), nearest ``default`` first. Hypothesis shrinks
+    a ``sampled_from`` towards the list's head, so an off-grid value survives shrinking
+    only where the failure needs it.
+    """
+    round_values = range(low, high + 1, step)
+    fine = range(low, high + 1, tick) if tick is not None else round_values
+    values = sorted(fine, key=lambda v: (v % step != 0, abs(v - default), v))
     return st.sampled_from(values)
+
+
+def _ms(default: int, low: int, high: int, step: int = 100) -> SearchStrategy[int]:
+    """A timing in whole milliseconds, round (``step``) values first."""
+    return _near(default, low, high, step, tick=1)
+
+
+#: Exit codes a crash draws, simplest first: 1 (the default), then the signal deaths
+#: 128 + n that real apps show (137 SIGKILL without an OOM kill, 139 SIGSEGV, 143 SIGTERM,
+#: 134 SIGABRT, 130 SIGINT), 2 and 127 (docs-get-exit-127.json), then the other signal
+#: deaths 128 + 1..31 and every other code up to 255.
+EXIT_CODES: tuple[int, ...] = tuple(dict.fromkeys(
+    [1, 137, 139, 143, 134, 130, 2, 127, *range(129, 160), *range(3, 256)]
+))
+
+#: The platform's relative spread of boot and crash times (``[platform] jitter``): none
+#: first, then the scenarios' default 5 %, then wider. At most 20 %, so a kind stays its
+#: kind: a slow crash (15 s or later) still comes after the built-in checks' 10 s looks.
+JITTERS: tuple[float, ...] = (0.0, 0.05, 0.01, 0.1, 0.2)
 
 
 def _as_strategy(value: T | SearchStrategy[T] | None, default: SearchStrategy[T]) -> SearchStrategy[T]:
@@ -92,6 +130,10 @@ def _caps() -> SearchStrategy[int]:
     return _near(App.cap, 1, 10, 1)
 
 
+def _jitters() -> SearchStrategy[float]:
+    return st.sampled_from(JITTERS)
+
+
 def kind_of(app: App) -> str:
     """Which of ``KINDS`` an app is (the classification ``apps()`` draws from)."""
     if app.crash_after_ms is None:
@@ -100,12 +142,12 @@ def kind_of(app: App) -> str:
         return "no-restart"
     if app.restart_policy == "always" or (app.restart_policy is None and app.max_retries is None):
         return "always"
-    if app.oom:
-        return "oom"
-    if app.exit_code == 0:
+    if app.exit_code == 0 and not app.oom:
         return "clean-exit"
     if app.max_retries is not None and app.max_retries <= 3:
         return "give-up"
+    if app.oom:
+        return "oom"
     if app.crash_on_boot:
         return "crash-on-boot"
     if app.crash_after_ms >= SLOW_CRASH_MS:
@@ -114,41 +156,60 @@ def kind_of(app: App) -> str:
 
 
 @st.composite
-def _app(
+def _app(  # noqa: PLR0917 -- st.composite passes a strategy's arguments positionally
     draw: st.DrawFn,
     kinds: Sequence[str],
     cap: SearchStrategy[int],
     events: SearchStrategy[str],
     restart_counter: SearchStrategy[bool],
+    jitter: SearchStrategy[float],
 ) -> App:
     kind = draw(st.sampled_from(list(kinds)))
     crash_after: int | None
     if kind == "healthy":
         crash_after = None
     elif kind == "crash-on-boot":
-        crash_after = draw(_near(500, 100, 1_000, 100))
+        # Dies during its own startup: a millisecond in, or up to a second.
+        crash_after = draw(_ms(500, 1, 1_000))
     elif kind == "slow-crash":
-        crash_after = draw(_near(SLOW_CRASH_MS, SLOW_CRASH_MS, 120_000, 5_000))
+        crash_after = draw(_ms(SLOW_CRASH_MS, SLOW_CRASH_MS, 120_000, step=5_000))
     else:
-        crash_after = draw(_near(App.crash_after_ms or 0, 100, 5_000, 100))
+        # Not below 100 ms: an ``always`` loop of 1 ms cycles writes 300,000 events in
+        # a 600 s world, and nothing a check sees changes below a look's own spacing.
+        crash_after = draw(_ms(App.crash_after_ms or 0, 100, 5_000))
     max_retries: int | None = App.max_retries
     if kind == "always":
         max_retries = None
     elif kind == "give-up":
         max_retries = draw(_near(0, 0, 3, 1))
+    boot_ms = draw(_ms(App.boot_ms, 100, 3_000))
+    restart_delay_ms = draw(_ms(App.restart_delay_ms, 0, 2_000))
+    updated = draw(st.sampled_from([True, False]))
+    platform = (draw(cap), draw(restart_counter), draw(events), draw(jitter))
+    # How the app dies, drawn last: the draws above keep the order they had before exit
+    # codes and OOM kills were drawn, so the seeded searches find what they found then.
+    # The OOM killer ends a start under any restart policy; the "oom" kind is its crash
+    # loop, and the policy kinds may draw it too.
+    oom = kind == "oom" or (
+        kind in ("give-up", "no-restart", "always") and draw(st.sampled_from([False, True]))
+    )
+    # An OOM kill's code is the model's (137); the field keeps its default then, so the
+    # repr reads ``App(oom=True)``.
+    exit_code = 0 if kind == "clean-exit" else 1 if oom else draw(st.sampled_from(EXIT_CODES))
     return App(
-        boot_ms=draw(_near(App.boot_ms, 100, 3_000, 100)),
+        boot_ms=boot_ms,
         crash_after_ms=crash_after,
-        restart_delay_ms=draw(_near(App.restart_delay_ms, 0, 2_000, 100)),
+        restart_delay_ms=restart_delay_ms,
         max_retries=max_retries,
-        exit_code=0 if kind == "clean-exit" else 1,
-        oom=kind == "oom",
-        updated=draw(st.sampled_from([True, False])),
-        cap=draw(cap),
-        restart_counter=draw(restart_counter),
-        events=draw(events),
+        exit_code=exit_code,
+        oom=oom,
+        updated=updated,
+        cap=platform[0],
+        restart_counter=platform[1],
+        events=platform[2],
         restart_policy="no" if kind == "no-restart" else None,
         crash_on_boot=kind == "crash-on-boot",
+        jitter=platform[3],
     )
 
 
@@ -158,12 +219,15 @@ def apps(
     cap: int | SearchStrategy[int] | None = None,
     events: str | SearchStrategy[str] | None = None,
     restart_counter: bool | SearchStrategy[bool] | None = None,
+    jitter: float | SearchStrategy[float] | None = None,
 ) -> SearchStrategy[App]:
-    """One machine's app: any of ``kinds``, round timings, any cap 1-10 and event profile.
+    """One machine's app: any of ``kinds``, millisecond timings, any cap 1-10 and event profile.
 
-    ``cap``, ``events`` and ``restart_counter`` take a value or a strategy (default: caps
-    1-10 shrinking towards 5, every profile in ``sim.config.profiles.PROFILES``, no
-    counter). Timings: boot 0.1-3 s, restart delay 0-2 s, crashes as ``KINDS`` says.
+    ``cap``, ``events``, ``restart_counter`` and ``jitter`` take a value or a strategy
+    (default: caps 1-10 shrinking towards 5, every profile in
+    ``sim.config.profiles.PROFILES``, no counter, ``JITTERS``). Timings in whole ms: boot
+    0.1-3 s, restart delay 0-2 s, crashes as ``KINDS`` says; a crash exits with any of
+    ``EXIT_CODES``, and give-up, no-restart and always apps may be OOM-killed instead.
     """
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
@@ -173,6 +237,7 @@ def apps(
         _as_strategy(cap, _caps()),
         _as_strategy(events, _profiles()),
         _as_strategy(restart_counter, st.just(False)),
+        _as_strategy(jitter, _jitters()),
     )
 
 
@@ -184,20 +249,31 @@ def _world(  # noqa: PLR0917 -- st.composite passes a strategy's arguments posit
     cap: SearchStrategy[int],
     events: SearchStrategy[str],
     restart_counter: SearchStrategy[bool],
+    jitter: SearchStrategy[float],
     same_app: bool,
     horizon_s: float,
 ) -> World:
-    # One platform per world: every machine shares its cap, profile and counter.
+    # One platform per world: every machine shares its cap, profile, counter and jitter.
+    # The draws keep the order they had before the widening (new ones come last, here and
+    # in ``_app``): a seeded search walks the same worlds first, so the counterexamples
+    # that docs/your-check.md and the tests show stay the ones they show.
     app_strategy = apps(
         kinds=kinds,
         cap=draw(cap),
         events=draw(events),
         restart_counter=draw(restart_counter),
+        jitter=0.0,
     )
     count = draw(machines)
-    if same_app:
-        return world(*[draw(app_strategy)] * count, horizon_s=horizon_s)
-    return world(*[draw(app_strategy) for _ in range(count)], horizon_s=horizon_s)
+    drawn = [draw(app_strategy)] * count if same_app else [draw(app_strategy) for _ in range(count)]
+    # Jitter and its seed last: the apps' draws come first, so a world without jitter is
+    # drawn (and shrunk) as one with, minus the tail. The seed only matters with jitter:
+    # without, it stays 0 and out of the repr.
+    spread = draw(jitter)
+    seed = draw(st.integers(0, 2**32 - 1)) if spread else 0
+    if spread:
+        drawn = [replace(app, jitter=spread) for app in drawn]
+    return world(*drawn, horizon_s=horizon_s, seed=seed)
 
 
 def worlds(
@@ -207,14 +283,16 @@ def worlds(
     cap: int | SearchStrategy[int] | None = None,
     events: str | SearchStrategy[str] | None = None,
     restart_counter: bool | SearchStrategy[bool] | None = None,
+    jitter: float | SearchStrategy[float] | None = None,
     same_app: bool = False,
     horizon_s: float = 600.0,
 ) -> SearchStrategy[World]:
-    """Worlds of 1-4 machines on one platform (cap, profile), each running one of ``kinds``.
+    """Worlds of 1-4 machines on one platform (cap, profile, jitter), each running one of ``kinds``.
 
     ``same_app=True`` runs one app on every machine, as one release does (such a world
-    converts to a simulator scenario: ``World.scenario()``). ``horizon_s``: how long after
-    the publish a check may look (a look due later ends the run undecided).
+    converts to a simulator scenario: ``World.scenario()``, run it with ``World.seed``).
+    ``horizon_s``: how long after the publish a check may look (a look due later ends the
+    run undecided). ``jitter=0.0`` keeps every timing exactly as drawn.
     """
     apps(kinds=kinds)  # validate kinds now, not at the first draw
     return _world(
@@ -223,6 +301,7 @@ def worlds(
         _as_strategy(cap, _caps()),
         _as_strategy(events, _profiles()),
         _as_strategy(restart_counter, st.just(False)),
+        _as_strategy(jitter, _jitters()),
         same_app,
         horizon_s,
     )
@@ -261,8 +340,14 @@ class GuaranteeBroken(AssertionError):
     """A world in which a check broke the guarantee stated for it; the message shows it."""
 
 
+def _since(at_ms: int) -> str:
+    """Seconds after the publish: tenths when round, else to the millisecond."""
+    ms = at_ms - PUBLISH_MS
+    return f"{ms / 1000:+.1f}" if ms % 100 == 0 else f"{ms / 1000:+.3f}"
+
+
 def _event(e: Event) -> str:
-    at = f"{(e.timestamp - PUBLISH_MS) / 1000:+.1f}"
+    at = _since(e.timestamp)
     if e.type != "exit":
         return f"{e.type} {at}" if (e.type, e.status) == ("start", "started") else f"{e.type}/{e.status} {at}"
     if e.requested_stop:
@@ -273,7 +358,7 @@ def _event(e: Event) -> str:
 
 
 def _look(number: int, look: Look) -> list[str]:
-    at = f"look {number} at {(look.at_ms - PUBLISH_MS) / 1000:+.1f} s"
+    at = f"look {number} at {_since(look.at_ms)} s"
     lines = []
     for i, m in enumerate(look.machines):
         head = at if i == 0 else " " * len(at)
@@ -309,7 +394,7 @@ def describe_run(w: World, run: Run, max_looks: int = 12) -> str:
         lines.append(f"verdict: none by the horizon -> undecided ({truth})")
     else:
         at = run.decided_at_ms
-        when = f" at {(at - PUBLISH_MS) / 1000:+.1f} s" if at is not None else ""
+        when = f" at {_since(at)} s" if at is not None else ""
         machine = f" [{verdict.machine}]" if verdict.machine else ""
         lines.append(
             f"verdict: {'pass' if verdict.ok else 'fail'}{when}{machine} {verdict.reason!r}"

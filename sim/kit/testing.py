@@ -109,9 +109,10 @@ def drive(
 # --- whole machine histories, played by the simulator's own machine model -------------
 #
 # ``world`` runs the real ``sim.platform.machine.Machine`` (SimPy, the same code as every
-# simulated publish) for each app, with no jitter, to the horizon, keeping every event and
-# state change. A look at any time is then answered from that history: the capped,
-# newest-first list, the state and the restart counter the platform showed at that time.
+# simulated publish) for each app, with its platform's jitter drawn from the world's seed as
+# the simulator draws it, to the horizon, keeping every event and state change. A look at
+# any time is then answered from that history: the capped, newest-first list, the state
+# and the restart counter the platform showed at that time.
 
 PUBLISH_MS = 100_000
 
@@ -136,6 +137,9 @@ class App:
     restart_counter: bool = False
     #: The event profile (``sim.config.profiles``).
     events: str = DEFAULT_PROFILE
+    #: The platform's relative spread of boot and crash times, drawn per start from the
+    #: world's seed (``[platform] jitter``; 0: every timing exactly as given).
+    jitter: float = 0.0
     #: ``no`` restarts nothing; None: on-failure, or always when ``max_retries`` is None.
     restart_policy: RestartPolicy | None = None
     #: Run the simulator's ``crash_on_boot`` behaviour: the app dies ``crash_after_ms``
@@ -157,7 +161,7 @@ class App:
         printer.text(repr(self))
 
     def platform(self) -> PlatformTable:
-        """The platform rules this machine runs under (no jitter, epoch 0)."""
+        """The platform rules this machine runs under (epoch 0)."""
         policy = self.restart_policy or ("always" if self.max_retries is None else "on-failure")
         return PlatformTable(
             event_log_cap=self.cap,
@@ -165,7 +169,7 @@ class App:
             max_retries=self.max_retries if self.max_retries is not None else 0,
             restart_delay_s=self.restart_delay_ms / 1000,
             boot_s=self.boot_ms / 1000,
-            jitter=0.0,
+            jitter=self.jitter,
             epoch_ms=0,
             restart_counter=self.restart_counter,
             events=self.events,
@@ -193,8 +197,9 @@ class App:
     ) -> Scenario:
         """The same world for the simulator (``sim.publish.world.run``): ``machines`` of this app.
 
-        The publish begins ``PUBLISH_MS`` after the platform's epoch 0, with no jitter,
-        no traffic and no reconciler pass before the horizon matters to a check.
+        The publish begins ``PUBLISH_MS`` after the platform's epoch 0, with no traffic
+        and no reconciler pass before the horizon matters to a check; run it with the
+        world's seed for the same jitter.
         """
         previous = PreviousTable() if self.updated else None
         return Scenario(
@@ -274,8 +279,13 @@ class MachineHistory:
         return sum(1 for e in self.events if e.is_crash and e.timestamp >= PUBLISH_MS)
 
 
-def history(machine_id: str, app: App, horizon_ms: int) -> MachineHistory:
-    """Run one machine on the simulator's model from before the publish to ``horizon_ms``."""
+def history(
+    machine_id: str, app: App, horizon_ms: int, rng: random.Random | None = None
+) -> MachineHistory:
+    """Run one machine on the simulator's model from before the publish to ``horizon_ms``.
+
+    ``rng`` draws the jitter (default: ``random.Random(0)``); no jitter, no draws.
+    """
     env = simpy.Environment()
     counters: list[tuple[int, int]] = []
 
@@ -284,7 +294,7 @@ def history(machine_id: str, app: App, horizon_ms: int) -> MachineHistory:
         if not counters or counters[-1][1] != machine.restarts_total:
             counters.append((_ms(env.now), machine.restarts_total))
 
-    machine = Machine(env, machine_id, app.platform(), random.Random(0), trace=True,
+    machine = Machine(env, machine_id, app.platform(), rng or random.Random(0), trace=True,
                       on_state=counted)
 
     def publish() -> Generator[Any, Any, None]:
@@ -312,10 +322,13 @@ class World:
 
     machines: tuple[MachineHistory, ...]
     horizon_ms: int
+    #: The seed the machines' jitter was drawn from (the simulator's ``seed``).
+    seed: int = 0
 
     def __repr__(self) -> str:
         apps = ", ".join(repr(m.app) for m in self.machines)
-        return f"world({apps}, horizon_s={(self.horizon_ms - PUBLISH_MS) / 1000:g})"
+        seed = f", seed={self.seed}" if self.seed else ""
+        return f"world({apps}, horizon_s={(self.horizon_ms - PUBLISH_MS) / 1000:g}{seed})"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """Hypothesis (and IPython) print this repr, not every event of every machine."""
@@ -339,12 +352,21 @@ class World:
         return any(m.crashes_after_publish for m in self.machines)
 
 
-def world(*apps: App, horizon_s: float = 600.0) -> World:
-    """A world of one machine per app, laid out to ``horizon_s`` after the publish."""
+def world(*apps: App, horizon_s: float = 600.0, seed: int = 0) -> World:
+    """A world of one machine per app, laid out to ``horizon_s`` after the publish.
+
+    Each machine draws its jitter from its own stream, split from ``random.Random(seed)``
+    in machine order as ``sim.publish.world.build`` splits it: a world of one app on
+    every machine is the simulator's world of that seed.
+    """
     horizon_ms = PUBLISH_MS + round(horizon_s * 1000)
+    root = random.Random(seed)
+    streams = [random.Random(root.getrandbits(64)) for _ in apps]
     return World(
-        tuple(history(f"m{i}", app, horizon_ms) for i, app in enumerate(apps, start=1)),
+        tuple(history(f"m{i}", app, horizon_ms, rng)
+              for i, (app, rng) in enumerate(zip(apps, streams, strict=True), start=1)),
         horizon_ms,
+        seed,
     )
 
 

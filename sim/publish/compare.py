@@ -10,10 +10,11 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from platform_testbed.checks import Check, Event
 from platform_testbed.checks.drive import check_name
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import CheckSetup
 from platform_testbed.sim.config.scenario import OUTCOMES, Outcome, Scenario
 from platform_testbed.sim.publish.world import RecordedLook, RunResult, ground_truth, run_checks
@@ -39,6 +40,14 @@ CHECK_DTYPES: Mapping[str, str] = MappingProxyType({
     "check": TEXT, "runs": INT, **dict.fromkeys(OUTCOMES, INT), "mean_down_s": FLOAT,
     "mean_decided_s": FLOAT,
 })
+
+
+class RunStep(Protocol):
+    """A row that is not a ``Check`` (a real process against the twin: ``sim.twin.step``)."""
+
+    name: str
+
+    def __call__(self, scenario: Scenario, seed: int, bad: bool) -> RunResult: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +336,8 @@ def compare(
     *,
     keep_runs: bool = True,
     on_run: Callable[[SeedRun], None] | None = None,
+    budget: CheckBudget = DEFAULT_CHECK_BUDGET,
+    steps: Sequence[RunStep] = (),
     runner: Runner | None = None,
 ) -> Comparison:
     """Every check in every seed's world; the release's badness is judged once per seed.
@@ -335,10 +346,13 @@ def compare(
     ``setups`` (from ``sim.checkload.loader.build_checks``) say which options each check ran with.
     With ``keep_runs=False`` no run is kept (memory flat in the number of seeds): the
     summary comes from running tallies, and ``on_run`` sees each seed's runs as they end.
-    ``runner`` runs the worlds elsewhere (a pool: ``sim.sweep.seeds``); the results are
-    folded here in seed order either way, so the comparison is the same.
+    ``budget`` is what every check is driven under (``sim.checkload.budget``).
+    Each of ``steps`` gives one more row per seed, after the checks', on the same truth.
+    ``runner`` runs the checks' worlds elsewhere (a pool: ``sim.sweep.seeds``, which hands
+    the budget on); the results are folded here in seed order either way, so the comparison
+    is the same.
     """
-    names = tuple(check_name(c) for c in checks)
+    names = tuple(check_name(c) for c in checks) + tuple(s.name for s in steps)
     if len(set(names)) != len(names):
         raise ValueError(f"two checks share a name: {', '.join(names)}")
     counts = dict.fromkeys(names, OutcomeCounts())
@@ -356,6 +370,7 @@ def compare(
         last_seed = seed
         results = tuple(given)
         bad = results[0].bad if results else ground_truth(scenario, seed)
+        results += tuple(step(scenario, seed, bad) for step in steps)
         for result in results:
             if on_result is not None:
                 on_result(result)
@@ -370,9 +385,9 @@ def compare(
         if keep_runs:
             runs.append(run)
 
-    if runner is None:
+    if runner is None or not checks:
         for seed in seeds:
-            take(seed, run_checks(scenario, seed, checks))
+            take(seed, run_checks(scenario, seed, checks, budget) if checks else ())
     else:
         # A range stays a range: it is what a pool's tasks carry to their workers.
         needs_looks = keep_runs or on_result is not None or on_run is not None

@@ -27,6 +27,7 @@ from platform_testbed.checks.flyjson import (
     read_recordings,
     replay,
 )
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import CheckSetup, build_checks
 from platform_testbed.sim.config.scenario import BadInput
 from platform_testbed.sim.config.settings import read_text
@@ -88,7 +89,7 @@ def load_recordings(
         if payload:
             recordings = [payload_recording(whole, at_ms, publish_ms)]
         else:
-            recordings = read_recordings(text.splitlines())
+            recordings = read_recordings(text.split("\n"))  # JSON Lines: \n only, not U+2028
     except RecordingError as error:
         raise BadInput(f"{path}: {error}") from None
     except ValueError as error:  # JSON that is not JSON
@@ -97,7 +98,20 @@ def load_recordings(
         raise BadInput(deep) from None
     if not recordings:
         raise BadInput(f"{path}: the recording holds no looks")
+    _unique_ids(path, recordings)
     return recordings
+
+
+def _unique_ids(path: str, recordings: Sequence[Recording]) -> None:
+    """Each look names each machine once: a second ``m1`` would be silently ignored by checks."""
+    for recording in recordings:
+        for look in recording.looks:
+            ids = [m.id for m in look.machines]
+            if len(set(ids)) != len(ids):
+                twice = next(i for i in ids if ids.count(i) > 1)
+                run = "" if recording.run is None else f" of run {recording.run!r}"
+                raise BadInput(f"{path}: the look at {look.at_ms} ms{run}: machine id {twice!r} "
+                               "appears twice; ids must be unique in a look")
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,14 +152,18 @@ def replay_json(path: str, rows: Sequence[ReplayRow]) -> dict[str, Any]:
 
 
 def replay_all(
-    recordings: Sequence[Recording], names: list[str], extra: Mapping[str, Any]
+    recordings: Sequence[Recording],
+    names: list[str],
+    extra: Mapping[str, Any],
+    budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> list[ReplayRow]:
     """Feed each recorded run to the named checks (default: every built-in).
 
     Checks are built with the options the run was recorded with, if it says (source
     ``recording``, in place of the scenario's). A run the simulator labelled
     ``NAME/seed=N`` goes to check NAME alone when that check is among the chosen ones
-    (those are the looks it asked for); any other run goes to all.
+    (those are the looks it asked for); any other run goes to all. Each check is driven
+    under ``budget`` (``sim.checkload.budget``).
     """
     rows = []
     for recording in recordings:
@@ -154,7 +172,8 @@ def replay_all(
         chosen = [b for b in built if b.setup.name == recorded_by] or list(built)
         for loaded in chosen:
             try:
-                result = replay(loaded.check, recording.publish_started_ms, recording.looks)
+                result = replay(budget.guard(loaded.check), recording.publish_started_ms,
+                                recording.looks, budget.max_looks)
             except CheckFailed as failed:  # raised or broke the protocol: that is its outcome
                 cause = failed.__cause__
                 detail = "".join(traceback.format_exception(cause)) if cause else None

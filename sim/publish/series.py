@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from platform_testbed.checks.drive import check_name
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config import scenario as scenarios
 from platform_testbed.sim.config.scenario import Outcome, Scenario
@@ -103,10 +104,13 @@ def load_series(path: str) -> tuple[SeriesFile, list[tuple[PublishEntry, Scenari
     return spec, loaded
 
 
-def run_series(path: str, specs: Sequence[str]) -> SeriesResult:
+def run_series(
+    path: str, specs: Sequence[str], budget: CheckBudget = DEFAULT_CHECK_BUDGET
+) -> SeriesResult:
     """Every check in every publish of the series (one world each, its own seed).
 
-    Each publish builds its checks with its own scenario's ``[check]`` timing.
+    Each publish builds its checks with its own scenario's ``[check]`` timing; every check
+    is driven under ``budget`` (``sim.checkload.budget``).
     """
     spec, loaded = load_series(path)
     built = [load_checks(list(specs), world.check.model_dump()) for _, world in loaded]
@@ -117,7 +121,7 @@ def run_series(path: str, specs: Sequence[str]) -> SeriesResult:
     publishes = []
     for (entry, world), checks in zip(loaded, built, strict=True):
         seed = world.seed if entry.seed is None else entry.seed
-        publishes.append(PublishRun(entry.label, world, seed, tuple(run_checks(world, seed, checks))))
+        publishes.append(PublishRun(entry.label, world, seed, tuple(run_checks(world, seed, checks, budget))))
     return SeriesResult(
         spec.name or Path(path).stem, spec.description, tuple(publishes),
         dict(spec.expect_late_failures),

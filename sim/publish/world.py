@@ -16,6 +16,7 @@ import simpy
 
 from platform_testbed.checks import Check, Look, Verdict
 from platform_testbed.checks.drive import CheckFailed, check_name, drive
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.platform.machine import Image, Machine
 from platform_testbed.sim.publish.gcpause import gc_paused
@@ -24,8 +25,8 @@ from platform_testbed.sim.publish.site import DOWN_STATES, Site, SiteTally
 
 # The result types live in ``sim.publish.runresult``; importable from here as before.
 __all__ = [
-    "MachineTrace", "RecordedLook", "RunResult", "Trace", "build", "ground_truth",
-    "release_crashes", "run", "run_checks",
+    "MachineTrace", "RecordedLook", "RunResult", "Trace", "build", "conclude", "ground_truth",
+    "release_crashes", "run", "run_checks", "start_previous",
 ]
 
 
@@ -127,6 +128,21 @@ def _previous_release(world: _World) -> Generator[Any, Any, None]:
         machine.sleep()
 
 
+def start_previous(world: _World) -> None:
+    """Start the previous release as ``_start`` does, with no publish: a client publishes.
+
+    For ``sim.twin``, where a deploy step (or the twin on its behalf) updates the machines.
+    """
+    if world.previous is None:
+        return
+    before = world.scenario.previous
+    if before is not None and before.asleep:
+        world.env.process(_previous_release(world))
+    else:
+        for machine in world.machines:
+            machine.launch(world.previous)
+
+
 def _on_stopped(world: _World) -> None:
     # Requests reach the app only from the publish on: a machine that autostopped before
     # it did so because nobody called it (that is why it was asleep).
@@ -152,7 +168,7 @@ def _autostart(world: _World) -> Generator[Any, Any, None]:
             return
 
 
-def _start(world: _World, check: Check | None) -> None:
+def _start(world: _World, check: Check | None, budget: CheckBudget = DEFAULT_CHECK_BUDGET) -> None:
     """Start the previous release (at time 0) and the publish (at ``publish.at_s``).
 
     A previous release that does not fall asleep needs no process of its own: the
@@ -164,9 +180,9 @@ def _start(world: _World, check: Check | None) -> None:
     before = world.scenario.previous
     if before is not None and before.asleep:
         env.process(_previous_release(world))
-        env.process(_publish(world, check))
+        env.process(_publish(world, check, budget))
     else:
-        env.process(_publish(world, check, launch_previous=True))
+        env.process(_publish(world, check, budget, launch_previous=True))
 
 
 def _roll(world: _World, launch_previous: bool) -> Generator[Any, Any, None]:
@@ -190,13 +206,14 @@ def _roll(world: _World, launch_previous: bool) -> Generator[Any, Any, None]:
 
 
 def _publish(
-    world: _World, check: Check | None, launch_previous: bool = False
+    world: _World, check: Check | None, budget: CheckBudget, launch_previous: bool = False
 ) -> Generator[Any, Any, None]:
     env = world.env
     yield from _roll(world, launch_previous)
     if check is None:
         return
-    steps = drive(check, world.scenario.publish_started_ms)
+    # The budget's wrapper is the driver's alone: the check itself is what the run reports.
+    steps = drive(budget.guard(check), world.scenario.publish_started_ms, budget.max_looks)
     try:
         wait = next(steps)
         while True:
@@ -213,9 +230,18 @@ def _publish(
         if cause is not None:
             world.error_detail = "".join(traceback.format_exception(cause))
         return
+    conclude(world, verdict, getattr(check, "rolls_back", True))
+
+
+def conclude(world: _World, verdict: Verdict, rolls_back: bool = True) -> None:
+    """The pipeline's step once the verdict is in: go live (and reconcile) or roll back.
+
+    Also the step a process judging the publish hands its exit status to (``sim.twin.step``).
+    """
+    env = world.env
     world.verdict = verdict
     world.decided_at_s = env.now - world.publish_at_s
-    _act(world, verdict, getattr(check, "rolls_back", True))
+    _act(world, verdict, rolls_back)
 
 
 def _act(world: _World, verdict: Verdict, rolls_back: bool) -> None:
@@ -315,11 +341,13 @@ def _trace(world: _World) -> Trace:
     )
 
 
-def _simulate(scenario: Scenario, seed: int, check: Check, trace: bool) -> _World:
+def _simulate(
+    scenario: Scenario, seed: int, check: Check, trace: bool, budget: CheckBudget
+) -> _World:
     world = build(scenario, seed, trace)
     world.stop_when_settled = not trace
     env = world.env
-    _start(world, check)
+    _start(world, check, budget)
     env.run(until=scenario.horizon_s)
     if not world.diverged:
         # No rollback touched the machines: they did what they do with no check at all.
@@ -351,7 +379,13 @@ def _result(world: _World, check: Check, bad: bool, trace: bool) -> RunResult:
 
 
 def run(
-    scenario: Scenario, seed: int, check: Check, bad: bool | None = None, trace: bool = False
+    scenario: Scenario,
+    seed: int,
+    check: Check,
+    bad: bool | None = None,
+    trace: bool = False,
+    *,
+    budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> RunResult:
     """Run one world with one check to the horizon and classify the outcome.
 
@@ -359,9 +393,10 @@ def run(
     memory, so sweeps leave it off. Without it a run ends as soon as its result is
     settled. The ground truth is the oracle's (``ground_truth``) unless the run itself
     saw the release crash before any rollback, which the oracle would have seen too.
+    ``budget``: the wall-clock limit on a user's check and the looks any check may take.
     """
     with gc_paused():
-        world = _simulate(scenario, seed, check, trace)
+        world = _simulate(scenario, seed, check, trace, budget)
         if bad is None:
             bad = world.proved_bad or ground_truth(scenario, seed)
         return _result(world, check, bad, trace)
@@ -369,9 +404,10 @@ def run(
 
 #: ``run_checks`` shares worlds while sharing saves at least this share of them; below, it
 #: gives each check a world of its own. Measured (process time, paired, issue 22): where the
-#: checks all decide apart, sharing simulates as many worlds and costs 1.08x (6 built-ins
-#: in sept25-crash-loop: 6.0 worlds a seed, IQR 1.02-1.19x); a sweep world of
-#: crash_period_vs_look_delay takes 1.13 worlds for its 2 checks.
+#: checks all decide apart, sharing simulates as many worlds and costs more (6 built-ins in
+#: sept25-crash-loop: 6.0 worlds a seed, shared 1.14x a world per check, quartiles
+#: 1.09-1.17x; benchmarks/bench_sharing.py); a sweep world of crash_period_vs_look_delay
+#: takes 1.13 worlds for its 2 checks.
 SHARE_MIN_SAVING = 0.1
 #: Past this many calls without sharing it is tried again, as the worlds may have changed.
 SHARE_PROBE_EVERY = 32
@@ -405,7 +441,8 @@ _GAINS: dict[tuple[str, ...], _Gain] = {}
 
 
 def run_checks(
-    scenario: Scenario, seed: int, checks: Sequence[Check], share: bool | None = None
+    scenario: Scenario, seed: int, checks: Sequence[Check],
+    budget: CheckBudget = DEFAULT_CHECK_BUDGET, share: bool | None = None,
 ) -> list[RunResult]:
     """Every check in the same world (same seed), judged against one ground truth.
 
@@ -426,10 +463,14 @@ def run_checks(
         share = gain.share()
     with gc_paused():
         if not share and len(checks) > 1:
-            alone = [_simulate(scenario, seed, check, False) for check in checks]
+            alone = [_simulate(scenario, seed, check, False, budget) for check in checks]
             bad = any(w.proved_bad for w in alone) or ground_truth(scenario, seed)
             return [_result(w, check, bad, False) for w, check in zip(alone, checks, strict=True)]
-        riders = [_Rider(check, drive(check, scenario.publish_started_ms)) for check in checks]
+        # The budget's wrapper is the driver's alone: the check itself is what the run reports.
+        riders = [
+            _Rider(check, drive(budget.guard(check), scenario.publish_started_ms, budget.max_looks))
+            for check in checks
+        ]
         worlds: list[_Shared] = []
         waiting = riders
         while waiting:

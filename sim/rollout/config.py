@@ -14,12 +14,13 @@ from pydantic import (
 )
 
 from platform_testbed.checks.timing import DEFAULT_MAX_REHEAL_S, DrainTiming
+from platform_testbed.sim.config.numbers import Table
 from platform_testbed.sim.config.scenario import scenarios_dir
 from platform_testbed.sim.config.settings import load_settings, validated
 from platform_testbed.sim.config.shipped import shipped_rollouts
 
 
-class _Table(BaseModel):
+class _Table(Table, BaseModel):  # Table: no true for a number, no "yes" for true
     # Times and counts must be finite: inf or NaN would make a rollout run without end.
     model_config = ConfigDict(extra="forbid", frozen=True, strict=False, allow_inf_nan=False)
 

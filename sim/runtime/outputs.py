@@ -19,7 +19,9 @@ the file it names, which is then replaced atomically.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
@@ -83,7 +85,9 @@ def write_atomic(
     The file is made with the umask's permissions, as ``open`` would make it. The first
     Ctrl-C or SIGTERM while writing is held until the file is in place (``sim.runtime.signals.held``).
     """
-    _write(path, write, {"mode": "w", "encoding": "utf-8", "newline": newline})
+    # backslashreplace: a lone surrogate from a user's check is written as \ud800, not raised.
+    _write(path, write, {"mode": "w", "encoding": "utf-8", "errors": "backslashreplace",
+                         "newline": newline})
 
 
 def write_atomic_bytes(path: Path, write: Callable[[IO[bytes]], None]) -> None:
@@ -105,7 +109,30 @@ def save_figure(figure: Drawable, path: Path, **options: Any) -> None:
     because savefig renders into a temporary file (or a device) whose name says nothing.
     """
     kind = path.suffix.lstrip(".").lower()
-    write_atomic_bytes(path, lambda handle: figure.savefig(handle, format=kind, **options))
+    # No clock in a figure: matplotlib dates PDF, SVG, PS and EPS files with today unless
+    # SOURCE_DATE_EPOCH says which date (then that one, honoured as matplotlib reads it).
+    dated = bool(os.environ.get("SOURCE_DATE_EPOCH"))
+    if kind in _DATE_FIELD and not dated:
+        options["metadata"] = {**(options.get("metadata") or {}), _DATE_FIELD[kind]: None}
+
+    def render(handle: IO[bytes]) -> None:
+        from matplotlib import rc_context  # noqa: PLC0415 -- a figure exists: matplotlib is loaded
+
+        with rc_context({"svg.hashsalt": "testbed"}):  # SVG ids are salted at random otherwise
+            if kind in ("ps", "eps") and not dated:  # the PS backend takes no date metadata
+                buffer = io.BytesIO()
+                figure.savefig(buffer, format=kind, **options)
+                handle.write(_PS_DATE.sub(b"", buffer.getvalue(), count=1))
+            else:
+                figure.savefig(handle, format=kind, **options)
+
+    write_atomic_bytes(path, render)
+
+
+#: The metadata field each format dates the file with (None removes it).
+_DATE_FIELD = {"pdf": "CreationDate", "svg": "Date"}
+#: PostScript's date comment, written from the clock and time zone unless SOURCE_DATE_EPOCH.
+_PS_DATE = re.compile(rb"^%%CreationDate: [^\n]*\n", re.MULTILINE)
 
 
 def _write(path: Path, write: Callable[[Any], None], how: dict[str, Any]) -> None:

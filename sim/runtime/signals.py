@@ -3,9 +3,10 @@
 Both become ``checks.drive.Interrupt`` subclasses, which the check driver lets through,
 while a ``KeyboardInterrupt`` a user's check raises itself is that check's ``error``.
 ``held`` lets a short final write finish before the signal ends the command;
-``reraise_pending`` raises again a signal whose exception a library swallowed; and
+``reraise_pending`` raises again a signal whose exception a library swallowed;
 ``die_with`` ends a pool's worker when the process that started it is gone, even by
-SIGKILL, which that process cannot catch.
+SIGKILL, which that process cannot catch; and ``under_alarm`` is the wall-clock limit on
+one call of a user's check (``sim.checkload.budget``).
 """
 
 from __future__ import annotations
@@ -15,10 +16,18 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol, TypeVar
 
 from platform_testbed.checks.drive import Interrupt
+
+_R = TypeVar("_R")
+#: After the limit, the alarm repeats this often, so a check that catches one goes on
+#: being interrupted (one that catches every one in a loop cannot be stopped in-process).
+_REPEAT_S = 0.05
+#: Whether an alarm may interrupt now: only while ``under_alarm`` runs its call (a list of
+#: at most one, so the handler reads it without ``global``).
+_armed: list[bool] = []
 
 #: A worker's exit status when it ends because its parent is gone (nobody reads it: the
 #: forkserver reaps it; it only tells such an end apart in a debugger).
@@ -37,6 +46,10 @@ _pending: list[int] = []
 
 class Terminated(Interrupt):
     """SIGTERM arrived: end the command as Ctrl-C would, with the shell's status 143."""
+
+
+class HungUp(Terminated):
+    """SIGHUP arrived (the terminal closed): ended as SIGTERM is, with the shell's status 129."""
 
 
 class Interrupted(Interrupt, KeyboardInterrupt):
@@ -64,6 +77,10 @@ def exit_on_signals() -> Any:
         _pending[:] = [signal.SIGINT]
         raise Interrupted
 
+    def hung_up(signum: int, frame: object) -> None:
+        _pending[:] = [signal.SIGHUP]
+        raise HungUp
+
     previous_hook = sys.unraisablehook
 
     def unraisable(info: Any) -> None:
@@ -77,7 +94,11 @@ def exit_on_signals() -> Any:
     if previous_int is signal.default_int_handler:
         signal.signal(signal.SIGINT, interrupted)
     sys.unraisablehook = unraisable
-    return signal.signal(signal.SIGTERM, terminated), previous_int, previous_hook
+    # Left alone when ignored (nohup): a closed terminal must not end that command.
+    previous_hup = signal.getsignal(signal.SIGHUP)
+    if previous_hup is signal.SIG_DFL:
+        signal.signal(signal.SIGHUP, hung_up)
+    return signal.signal(signal.SIGTERM, terminated), previous_int, previous_hook, previous_hup
 
 
 def restore_signals(previous: Any) -> None:
@@ -87,6 +108,7 @@ def restore_signals(previous: Any) -> None:
         signal.signal(signal.SIGTERM, previous[0])
         signal.signal(signal.SIGINT, previous[1])
         sys.unraisablehook = previous[2]
+        signal.signal(signal.SIGHUP, previous[3])
 
 
 def reraise_pending() -> None:
@@ -98,6 +120,8 @@ def reraise_pending() -> None:
     ``restore_signals`` clear it, so it lasts exactly the command it ends. Without those
     handlers (a library call) nothing is recorded and this does nothing.
     """
+    if _pending == [signal.SIGHUP]:
+        raise HungUp
     if _pending == [signal.SIGTERM]:
         raise Terminated
     if _pending == [signal.SIGINT]:
@@ -176,3 +200,50 @@ def die_with(parent: Readable) -> None:
         os._exit(EXIT_ORPHANED)
 
     threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
+
+
+class Overtime(BaseException):
+    """The call ``under_alarm`` ran took longer than its limit (raised by the SIGALRM handler)."""
+
+
+def _overtime(signum: int, frame: Any) -> None:
+    if _armed:
+        raise Overtime
+
+
+def alarm_usable() -> bool:
+    """Whether ``under_alarm`` can limit a call here; installs its SIGALRM handler if so.
+
+    Why a signal and not a worker thread: a thread that runs over cannot be stopped, so it
+    would go on burning a core (and holding the GIL) beside every later run; SIGALRM
+    interrupts the check itself, in ``time.sleep`` as in a busy loop. Not usable in a
+    thread other than the main one (a Dask worker), on a platform without setitimer, or
+    in a program with a SIGALRM handler of its own. The limit only ever turns a run into
+    ``error``; it never changes a verdict a check gives in time, so runs stay
+    deterministic for every check that answers well within it.
+    """
+    if not hasattr(signal, "setitimer"):
+        return False
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    current = signal.getsignal(signal.SIGALRM)
+    if current == _overtime:
+        return True
+    if current in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGALRM, _overtime)
+        return True
+    return False
+
+
+def under_alarm(timeout_s: float, call: Callable[..., _R], *args: Any) -> _R:
+    """``call(*args)``, raising ``Overtime`` in it after ``timeout_s`` wall-clock seconds.
+
+    Call ``alarm_usable()`` first (in this thread): it installs the handler.
+    """
+    _armed[:] = [True]
+    signal.setitimer(signal.ITIMER_REAL, timeout_s, _REPEAT_S)
+    try:
+        return call(*args)
+    finally:
+        _armed.clear()  # first: an alarm from here on is ignored
+        signal.setitimer(signal.ITIMER_REAL, 0)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from platform_testbed.sim.runtime.outputs import check_output, write_atomic
+from platform_testbed.sim.show.text import xml_text
 
 if TYPE_CHECKING:
     from platform_testbed.sim.publish.compare import Comparison
@@ -151,23 +152,25 @@ def replay_suite(recording: str, rows: Sequence[ReplayRow], failures: Sequence[s
 
 def document(suites: Sequence[Suite], name: str = "testbed") -> ET.Element:
     """The ``testsuites`` element; every count is the number of its children's elements."""
-    root = ET.Element("testsuites", name=name)
+    root = ET.Element("testsuites", name=xml_text(name))
     totals = {"tests": 0, "failures": 0, "errors": 0}
     for suite in suites:
         failures = sum(c.failure is not None for c in suite.cases)
         errors = sum(c.error is not None for c in suite.cases)
-        node = ET.SubElement(root, "testsuite", name=suite.name, tests=str(len(suite.cases)),
+        node = ET.SubElement(root, "testsuite", name=xml_text(suite.name), tests=str(len(suite.cases)),
                              failures=str(failures), errors=str(errors), skipped="0")
         for case in suite.cases:
-            element = ET.SubElement(node, "testcase", classname=case.classname, name=case.name)
+            element = ET.SubElement(node, "testcase", classname=xml_text(case.classname),
+                                    name=xml_text(case.name))
             if case.failure is not None:
-                failure = ET.SubElement(element, "failure", message=case.failure, type="expectation")
-                failure.text = case.detail or case.failure
+                failure = ET.SubElement(element, "failure", message=xml_text(case.failure),
+                                        type="expectation")
+                failure.text = xml_text(case.detail or case.failure)
             if case.error is not None:
-                error = ET.SubElement(element, "error", message=case.error, type="no-verdict")
-                error.text = case.error_detail or case.error
+                error = ET.SubElement(element, "error", message=xml_text(case.error), type="no-verdict")
+                error.text = xml_text(case.error_detail or case.error)
             if case.output:
-                ET.SubElement(element, "system-out").text = case.output
+                ET.SubElement(element, "system-out").text = xml_text(case.output)
         totals["tests"] += len(suite.cases)
         totals["failures"] += failures
         totals["errors"] += errors

@@ -74,6 +74,7 @@ ROLLBACK_LABELS = {
     "none": "none, the machines are left as they are",
 }
 PASS_COLOUR, FAIL_COLOUR, NONE_COLOUR = "#238b45", "#cb181d", "#737373"
+KEPT_OTHER = "#525252"  # an event a look's list kept that is not a crash
 
 # Heights in data units (one unit is drawn INCH_PER_UNIT inches tall by plot.py).
 HEADER_H = 0.85  # above the first lane: the publish label, the world note
@@ -199,7 +200,7 @@ def _draw_window(ax: Axes, window: Window, y: float, *, colour: str, focus: Focu
                            gid=f"window:{tag}"))
     crash = [e.is_crash for e in window.kept_events]
     ax.scatter(window.kept, [centre] * len(window.kept), s=14, zorder=4,
-               c=[MARKS[CRASH][1] if c else "#525252" for c in crash],
+               c=[MARKS[CRASH][1] if c else KEPT_OTHER for c in crash],
                marker="o", linewidths=0, gid=f"window-events:{tag}")
     visible = [t for t in window.dropped if t >= focus.start_s]
     ax.scatter(visible, [centre] * len(visible), s=14, zorder=3, facecolors="none",

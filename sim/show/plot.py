@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from matplotlib import rc_context
+import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.collections import Collection
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -27,6 +29,7 @@ from platform_testbed.sim.show.focus import BEFORE_PUBLISH_S, Focus
 from platform_testbed.sim.show.gridplot import detection_grid_figure
 from platform_testbed.sim.show.lanes import (
     FAIL_COLOUR,
+    KEPT_OTHER,
     MARKS,
     PASS_COLOUR,
     SITE_COLOURS,
@@ -38,7 +41,7 @@ from platform_testbed.sim.show.timeline import CRASH, Timeline, from_result
 
 __all__ = [
     "BEFORE_PUBLISH_S", "Focus", "check_colours", "compare_timelines", "crash_timeline",
-    "detection_grid_figure", "legend_handles", "save_timeline",
+    "detection_grid_figure", "drawn_keys", "legend_handles", "save_timeline",
 ]
 
 INCH_PER_UNIT = 0.5  # inches per data unit of lane height
@@ -47,43 +50,92 @@ WIDTH_IN = 13.0
 MAX_LANES = 12
 
 
-def legend_handles(colour: str = "#404040") -> list[Any]:
-    """Proxy artists explaining every colour and marker of a timeline."""
-    handles: list[Any] = [
-        Patch(color=STATE_COLOURS[("starting", "release")], label="booting (release)"),
-        Patch(color=STATE_COLOURS[("started", "release")], label="started (release)"),
-        Patch(color=STATE_COLOURS[("started", "previous")], label="started (previous image)"),
-        Patch(color=STATE_COLOURS[("stopped", "release")], label="stopped"),
+def legend_handles(colour: str = "#404040", drawn: Axes | None = None) -> list[Any]:
+    """Proxy artists explaining the colours and markers of a timeline.
+
+    With ``drawn``, only those of what that Axes shows (a run with no crash lists no
+    crash marker, one that passed no "verdict: fail"); without it, every one.
+    """
+    keyed = _keyed_handles(colour)
+    if drawn is None:
+        return [handle for _, handle in keyed]
+    shown = drawn_keys(drawn)
+    return [handle for key, handle in keyed if key in shown]
+
+
+def _keyed_handles(colour: str) -> list[tuple[str, Any]]:
+    """Every legend entry with the key ``drawn_keys`` gives what it explains."""
+    keyed: list[tuple[str, Any]] = [
+        (f"state:{STATE_COLOURS[(state, image)]}", Patch(color=STATE_COLOURS[(state, image)], label=label))
+        for state, image, label in (("starting", "release", "booting (release)"),
+                                    ("started", "release", "started (release)"),
+                                    ("started", "previous", "started (previous image)"),
+                                    ("stopped", "release", "stopped"))
     ]
-    seen = set()
     for marker, mark_colour, size, label in MARKS.values():
-        if label in seen:
-            continue
-        seen.add(label)
-        handles.append(Line2D([], [], linestyle="none", marker=marker, color=mark_colour,
-                              markersize=size * 0.8, label=label))
-    handles += [
-        Line2D([], [], linestyle="none", marker="X", color="#000000", markeredgecolor="#d62728",
-               markersize=10, label="platform gave up"),
-        Line2D([], [], linestyle="none", marker="|", color=colour, markersize=10,
-               markeredgewidth=1.3, label="a look the check took (L1, L2, …)"),
-        Patch(facecolor=colour, alpha=0.25, edgecolor=colour,
-              label="event list that look saw (capped)"),
-        Line2D([], [], linestyle="none", marker="o", color=MARKS[CRASH][1], markersize=4,
-               label="kept in the list: crash"),
-        Line2D([], [], linestyle="none", marker="o", color="#525252", markersize=4,
-               label="kept in the list: other event"),
-        Line2D([], [], linestyle="none", marker="o", markerfacecolor="none",
-               markeredgecolor="#bdbdbd", markersize=4, label="dropped (fell off the list)"),
-        Line2D([], [], color=PASS_COLOUR, linewidth=1.6, marker="o", markeredgecolor="white",
-               label="verdict: pass"),
-        Line2D([], [], color=FAIL_COLOUR, linewidth=1.6, marker="o", markeredgecolor="white",
-               label="verdict: fail"),
-        Line2D([], [], color=FAIL_COLOUR, linewidth=1.8, linestyle="--",
-               label="reconciler late failure"),
+        if any(key == f"mark:{label}" for key, _ in keyed):
+            continue  # launch and update share one entry
+        keyed.append((f"mark:{label}", Line2D([], [], linestyle="none", marker=marker,
+                                              color=mark_colour, markersize=size * 0.8,
+                                              label=label)))
+    keyed += [
+        ("gave-up", Line2D([], [], linestyle="none", marker="X", color="#000000",
+                           markeredgecolor="#d62728", markersize=10, label="platform gave up")),
+        ("looks", Line2D([], [], linestyle="none", marker="|", color=colour, markersize=10,
+                         markeredgewidth=1.3, label="a look the check took (L1, L2, …)")),
+        ("window", Patch(facecolor=colour, alpha=0.25, edgecolor=colour,
+                         label="event list that look saw (capped)")),
+        ("kept:crash", Line2D([], [], linestyle="none", marker="o", color=MARKS[CRASH][1],
+                              markersize=4, label="kept in the list: crash")),
+        ("kept:other", Line2D([], [], linestyle="none", marker="o", color=KEPT_OTHER,
+                              markersize=4, label="kept in the list: other event")),
+        ("dropped", Line2D([], [], linestyle="none", marker="o", markerfacecolor="none",
+                           markeredgecolor="#bdbdbd", markersize=4,
+                           label="dropped (fell off the list)")),
+        ("verdict:pass", Line2D([], [], color=PASS_COLOUR, linewidth=1.6, marker="o",
+                                markeredgecolor="white", label="verdict: pass")),
+        ("verdict:fail", Line2D([], [], color=FAIL_COLOUR, linewidth=1.6, marker="o",
+                                markeredgecolor="white", label="verdict: fail")),
+        ("late-failure", Line2D([], [], color=FAIL_COLOUR, linewidth=1.8, linestyle="--",
+                                label="reconciler late failure")),
     ]
-    handles += [Patch(color=SITE_COLOURS[k], label=v) for k, v in SITE_LABELS.items()]
-    return handles
+    keyed += [(f"site:{SITE_COLOURS[k]}", Patch(color=SITE_COLOURS[k], label=v))
+              for k, v in SITE_LABELS.items()]
+    return keyed
+
+
+def drawn_keys(ax: Axes) -> set[str]:
+    """What ``ax`` shows, by the ``gid`` each lane artist carries: the legend's keys."""
+    keys: set[str] = set()
+    for artist in ax.get_children():
+        gid = artist.get_gid() or ""
+        kind = gid.split(":", 1)[0]
+        if kind in ("lane", "site") and isinstance(artist, Collection):
+            prefix = "state" if kind == "lane" else "site"
+            keys |= {f"{prefix}:{c}" for c in _face_hexes(artist)}
+        elif kind == "marks":
+            keys.add(f"mark:{MARKS[gid.split(':')[1]][3]}")
+        elif kind in ("gave-up", "looks", "window", "late-failure"):
+            keys.add(kind)
+        elif kind == "window-events" and isinstance(artist, Collection) and \
+                np.asarray(artist.get_offsets()).size:
+            crash = to_hex(MARKS[CRASH][1])
+            keys |= {"kept:crash" if c == crash else "kept:other" for c in _face_hexes(artist)}
+        elif kind == "window-dropped" and isinstance(artist, Collection):
+            if np.asarray(artist.get_offsets()).size:  # an empty scatter draws nothing
+                keys.add("dropped")
+        elif kind == "verdict" and isinstance(artist, Line2D):
+            keys.add("verdict:pass" if to_hex(artist.get_color()) == PASS_COLOUR else "verdict:fail")
+    return keys
+
+
+def _face_hexes(collection: Collection) -> set[str]:
+    """The face colours a collection draws, as ``#rrggbb``."""
+    hexes = set()
+    for row in np.asarray(collection.get_facecolor(), dtype=float).reshape(-1, 4):
+        red, green, blue, _ = (float(v) for v in row)
+        hexes.add(to_hex((red, green, blue)))
+    return hexes
 
 
 def _height_in(timelines: Sequence[Timeline], max_lanes: int) -> float:
@@ -124,7 +176,7 @@ def crash_timeline(
     ax.set_title(f"{where}seed {timeline.seed} · check: {timeline.check}", loc="left",
                  fontsize=10, fontweight="bold")
     if legend:
-        ax.legend(handles=legend_handles(), loc="upper center", ncol=6, fontsize=7.5,
+        ax.legend(handles=legend_handles(drawn=ax), loc="upper center", ncol=6, fontsize=7.5,
                   bbox_to_anchor=(0.5, -0.2), frameon=False)
     return ax
 
@@ -153,19 +205,16 @@ def compare_timelines(
     checks = ", ".join(r.check for r in results)
     figure.suptitle(f"{name} · seed {', '.join(map(str, seeds))} · checks: {checks}",
                     fontsize=12, fontweight="bold", x=0.01, ha="left")
-    figure.legend(handles=legend_handles(), loc="outside lower center", ncol=6,
+    figure.legend(handles=legend_handles(drawn=ax), loc="outside lower center", ncol=6,
                   fontsize=7.5, frameon=False)
     return figure
-
-
-# Formats that stamp the date they were written unless told not to: same run, same bytes.
-NO_DATES: dict[str, dict[str, None]] = {"pdf": {"CreationDate": None}, "svg": {"Date": None}}
 
 
 def save_timeline(path: str | Path, scenario: Any, results: Sequence[RunResult]) -> Path:
     """Write ``compare_timelines`` to ``path`` (format from its suffix); BadInput if it can't.
 
-    The file carries no date, so the same runs give the same bytes.
+    The file carries no date (``save_figure``: none, or SOURCE_DATE_EPOCH's), so the same
+    runs give the same bytes in every format.
     """
     target = Path(path)
     figure = compare_timelines(scenario, results)
@@ -177,9 +226,7 @@ def save_timeline(path: str | Path, scenario: Any, results: Sequence[RunResult])
             f"{', '.join(sorted(formats))})"
         )
     try:
-        # SVG ids are salted with a random value unless a salt is given.
-        with rc_context({"svg.hashsalt": "testbed"}):
-            save_figure(figure, target, dpi=110, metadata=NO_DATES.get(suffix))
+        save_figure(figure, target, dpi=110)
     except OSError as error:
         raise BadInput(f"--timeline {path}: cannot write ({error.strerror or error})") from None
     return target

@@ -22,6 +22,9 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from platform_testbed.sim.config.settings import columns_env
+from platform_testbed.sim.show.text import printable
+
 #: The width off a terminal when COLUMNS is not set: wide enough for the side-by-side
 #: report in two blocks, narrow enough for a CI log pane (assumed; GitHub's is ~120).
 DEFAULT_WIDTH = 100
@@ -35,9 +38,9 @@ _HANG = "    "
 
 def width() -> int:
     """The width to print at: COLUMNS if set, else the terminal's, else DEFAULT_WIDTH."""
-    given = os.environ.get("COLUMNS", "").strip()
-    if given.isdigit() and int(given) > 0:
-        return max(MIN_WIDTH, int(given))
+    given = columns_env()  # "²" is a digit to isdigit() but not to int(): the rule is there
+    if given is not None:
+        return max(MIN_WIDTH, given)
     try:
         if sys.stdout.isatty():
             return max(MIN_WIDTH, os.get_terminal_size(sys.stdout.fileno()).columns)
@@ -89,10 +92,10 @@ def _rich(table: Table) -> RichTable:
                       show_header=table.headed)
     for j, title in enumerate(table.header):
         prose = j in table.prose
-        drawn.add_column(Text(title), justify="right" if j in table.right else "left",
+        drawn.add_column(Text(printable(title)), justify="right" if j in table.right else "left",
                          no_wrap=not prose, overflow="fold" if prose else "ellipsis")
     for row in table.rows:
-        drawn.add_row(*(Text(cell) for cell in row))
+        drawn.add_row(*(Text(printable(cell)) for cell in row))
     return drawn
 
 
@@ -217,7 +220,9 @@ def wrap(text: str, at: int | None = None, indent: str = "", hang: str | None = 
     four spaces in.
     """
     at = width() if at is None else at
-    hang = indent if hang is None else hang
+    # Reasons, names and ids come from users' checks and recordings: escaped, never raw.
+    text, indent = printable(text), printable(indent)
+    hang = indent if hang is None else printable(hang)
     if indent.strip() and max(len(indent), len(hang)) > at // 2:
         lead = indent[:len(indent) - len(indent.lstrip())]
         label = textwrap.wrap(indent.strip(), width=at, initial_indent=lead,

@@ -35,6 +35,26 @@ def _values(axis: Sequence[Any]) -> list[str]:
     return list(dict.fromkeys(_key(v) for v in axis))
 
 
+#: At most this many labelled ticks on one axis: past it, every k-th sampled value.
+MAX_TICKS = 12
+
+
+def labelled(count: int, most: int = MAX_TICKS) -> list[int]:
+    """Which of ``count`` sampled values get a tick: all, or every k-th from the first.
+
+    Ticks stand only at values that ran (a cell's centre), never between them.
+    """
+    step = max(1, -(-count // most))
+    return list(range(0, count, step))
+
+
+def value_ticks(panel: Any, xs: Sequence[str], ys: Sequence[str], fontsize: float = 7) -> None:
+    """Ticks at the centres of the cells, labelled with the sampled values (categorical axes)."""
+    at_x, at_y = labelled(len(xs)), labelled(len(ys))
+    panel.set_xticks([i + 0.5 for i in at_x], [xs[i] for i in at_x], fontsize=fontsize)
+    panel.set_yticks([i + 0.5 for i in at_y], [ys[i] for i in at_y], fontsize=fontsize)
+
+
 def miss_rates(
     rows: Sequence[Row], check: str, keys: tuple[str, str, str, str]
 ) -> dict[tuple[str, str, str, str], tuple[int, int]]:
@@ -87,8 +107,7 @@ def facet_map(
                 panel.set_ylabel(f"{row.split('.')[-1]} = {line}\n{y.split('.')[-1]}", fontsize=8)
             if i == len(lines) - 1:
                 panel.set_xlabel(x.split(".")[-1], fontsize=8)
-            panel.set_xticks(np.arange(len(xs)) + 0.5, xs, fontsize=7)
-            panel.set_yticks(np.arange(len(ys)) + 0.5, ys, fontsize=7)
+            value_ticks(panel, xs, ys)
     if mesh is not None:
         figure.colorbar(mesh, ax=panels.ravel().tolist(), shrink=0.6,
                         label=f"{check}: miss rate (bad releases marked live)")

@@ -12,13 +12,14 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from platform_testbed.checks import BUILTIN_CHECKS
 from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config import scenario as scenarios
+from platform_testbed.sim.config.numbers import Table
 from platform_testbed.sim.config.scenario import Scenario, validate
 from platform_testbed.sim.config.settings import (
     BadInput,
@@ -30,11 +31,12 @@ from platform_testbed.sim.config.settings import (
     set_key,
     validated,
 )
+from platform_testbed.sim.publish.compare import RESULT_COLUMNS
 
 Scalar = int | float | str | bool
 
 
-class _Table(BaseModel):
+class _Table(Table, BaseModel):  # Table: no true for a number, no "yes" for true
     # inf or NaN in an axis would make a range endless or a point meaningless.
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -58,9 +60,13 @@ class RangeAxis(_Table):
     stop: float
     step: float = Field(gt=0)
 
+    def size(self) -> int:
+        """How many values the range holds (0 if stop is below start)."""
+        return max(0, math.floor((self.stop - self.start) / self.step + 1e-9) + 1)
+
     def values(self) -> list[Scalar]:
         """The values, as integers when start and step are whole numbers."""
-        count = math.floor((self.stop - self.start) / self.step + 1e-9) + 1
+        count = self.size()
         if count < 1:
             raise ValueError(f"empty range: stop {self.stop:g} is below start {self.start:g}")
         # Counted before a single value is made: 1e12 points would end in MemoryError.
@@ -105,7 +111,21 @@ class RandomAxis(_Table):
         return [round(rng.uniform(self.low, self.high), 6) for _ in range(self.count)]
 
 
-Axis = list[Scalar] | RangeAxis | RandomAxis
+def _axis_kind(value: Any) -> str:
+    """Which kind of axis a table is, so its errors are that kind's, not a list's."""
+    if isinstance(value, dict):
+        return "RandomAxis" if "random" in value else "RangeAxis"
+    return "ValueList"
+
+
+Axis = Annotated[
+    Annotated[list[Scalar], Tag("ValueList")] | Annotated[RangeAxis, Tag("RangeAxis")]
+    | Annotated[RandomAxis, Tag("RandomAxis")],
+    Discriminator(_axis_kind),
+]
+#: Columns every sweep row has before its axes: an axis of the same name would write a
+#: second column of that name (``point,seed,seed``) whose values no world ran with.
+RESERVED_AXES = frozenset({"point", "seed", *RESULT_COLUMNS})
 
 
 class HeatmapTable(_Table):
@@ -141,6 +161,18 @@ class SweepFile(_Table):
         if value and (value != Path(value).name or value in (".", "..") or value.startswith(".")):
             raise ValueError("must be one file name (no folder, no leading dot): output "
                              "goes to NAME.csv in the current folder; use --out for elsewhere")
+        if not value.isprintable():  # a newline or ESC in a file name: refused, not written
+            raise ValueError("must be printable: no control characters, line breaks or lone "
+                             "surrogates (it becomes a file name)")
+        return value
+
+    @field_validator("axes")
+    @classmethod
+    def _axes(cls, value: dict[str, Any]) -> dict[str, Any]:
+        taken = sorted(RESERVED_AXES & set(value))
+        if taken:
+            raise ValueError(f"{taken[0]!r} is a column of every row, not an axis (reserved: "
+                             "point, seed and the result columns); vary seeds with 'seeds'")
         return value
 
     @field_validator("seeds")
@@ -229,10 +261,25 @@ def load_sweep(path: str | Path) -> Sweep:
     return from_spec(spec, path.parent, path.stem)
 
 
+def _refuse_past_limit(spec: SweepFile) -> None:
+    """BadInput if the axes' sizes times the seeds pass the world limit, before expanding them."""
+    sizes = [len(axis) if isinstance(axis, list) else axis.size() if isinstance(axis, RangeAxis)
+             else axis.count for axis in spec.axes.values()]
+    seeds = spec.seeds if isinstance(spec.seeds, int) else len(spec.seeds)
+    units = math.prod(sizes) * seeds
+    limit = max_points()
+    if max(sizes, default=0) > limit:
+        return  # one axis alone is past it: the axis's own check names it
+    if units > limit:
+        raise BadInput(f"axes: {units:,} worlds (points x seeds), more than the {limit:,} a "
+                       f"sweep may run; thin an axis, or set {POINTS_ENV} to raise the limit")
+
+
 def from_spec(spec: SweepFile, sweep_dir: Path, default_name: str = "sweep") -> Sweep:
     """Check a parsed sweep against its base scenario and expand its axes."""
     scenario_name, base = _base_raw(spec.scenario, sweep_dir, spec.set)
     axes: list[tuple[str, tuple[Scalar, ...]]] = []
+    _refuse_past_limit(spec)  # counted before one value is made: 3 axes of 10**6 are 10**18 worlds
     for key, axis in spec.axes.items():
         if len(key.split(".")) > 2 or not all(key.split(".")):
             raise BadInput(f"axes.{key}: keys are 'field' or 'table.field'")

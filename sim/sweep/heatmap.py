@@ -15,6 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from platform_testbed.sim.runtime.outputs import save_figure
+from platform_testbed.sim.sweep.facets import value_ticks
 from platform_testbed.sim.sweep.units import check_names
 
 if TYPE_CHECKING:
@@ -49,22 +50,17 @@ def miss_grid(
     return xs, ys, grid
 
 
-def _edges(values: Sequence[float]) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """Cell edges around sorted centres (uneven spacing, e.g. random samples, allowed)."""
-    centres = np.asarray(values, dtype=np.float64)
-    if len(centres) == 1:
-        return np.array([centres[0] - 0.5, centres[0] + 0.5])
-    middles = (centres[1:] + centres[:-1]) / 2
-    first = centres[0] - (middles[0] - centres[0])
-    last = centres[-1] + (centres[-1] - middles[-1])
-    return np.concatenate([[first], middles, [last]])
-
-
 def heatmap(
     rows: Sequence[Row], x: str, y: str, checks: Sequence[str] | None = None,
     title: str | None = None,
 ) -> Figure:
-    """A figure with one panel per check: where (x, y) makes the check miss a bad release."""
+    """A figure with one panel per check: where (x, y) makes the check miss a bad release.
+
+    The axes are categorical: one equal square per sampled value, ticked and labelled at
+    the values that ran (every k-th past a dozen), so uneven values (caps 1, 2, 3, 5, 10)
+    neither stretch their cells nor gain ticks at values never run. The title says what is
+    drawn unless ``title`` is given.
+    """
     names = list(checks) if checks else list(dict.fromkeys(r["check"] for r in rows))
     figure = Figure(figsize=(4.2 * len(names) + 1.2, 4.2), layout="constrained")
     panels = figure.subplots(1, len(names), sharex=True, sharey=True, squeeze=False)[0]
@@ -75,12 +71,12 @@ def heatmap(
         panel.set_xlabel(x)
         panel.set_facecolor("#d9d9d9")  # grey: no bad world in the cell
         if xs and ys:
-            mesh = panel.pcolormesh(_edges(xs), _edges(ys), grid, cmap="magma_r", vmin=0, vmax=1)
+            mesh = panel.pcolormesh(grid, cmap="magma_r", vmin=0, vmax=1)
+            value_ticks(panel, [f"{v:g}" for v in xs], [f"{v:g}" for v in ys], fontsize=8)
     panels[0].set_ylabel(y)
     if mesh is not None:
         figure.colorbar(mesh, ax=list(panels), label="miss rate (bad releases marked live)")
-    if title:
-        figure.suptitle(title)
+    figure.suptitle(title or f"where {', '.join(names)} miss: {x} × {y} (other axes pooled)")
     return figure
 
 

@@ -18,6 +18,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.runtime.signals import Readable, die_with
 from platform_testbed.sim.sweep.file import Sweep
@@ -121,16 +122,18 @@ class Work(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class _SweepWork:
-    """A sweep's units: each gives one row per check (``sim.sweep.units``)."""
+    """A sweep's units: each gives one row per check (``sim.sweep.units``); the budget
+    travels with the work (pickled to a pool's or a cluster's worker)."""
 
     sweep: Sweep
+    budget: CheckBudget
 
     @property
     def units(self) -> int:
         return self.sweep.units
 
     def __call__(self, lo: int, hi: int) -> tuple[int, list[Any]]:
-        return run_units(self.sweep, lo, hi)
+        return run_units(self.sweep, lo, hi, self.budget)
 
 
 @dataclass(slots=True)
@@ -203,15 +206,16 @@ def run_sweep(
     per_task: int | None = None,
     *,
     sink: Sink | None = None,
+    budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> SweepResult:
     """Run every unit; rows in unit order. Ctrl-C keeps the finished tasks' rows.
 
     As ``run_tasks``; with ``sink``, rows go to it in unit order as they come and the
-    result keeps none (memory flat in the number of worlds).
+    result keeps none (memory flat in the number of worlds). ``budget`` goes with every task.
     """
     began = time.perf_counter()
     tally = Tally(check_names(sweep))
-    ran = run_tasks(_SweepWork(sweep), workers, dask, progress, per_task, sink=sink, tally=tally)
+    ran = run_tasks(_SweepWork(sweep, budget), workers, dask, progress, per_task, sink=sink, tally=tally)
     result = SweepResult(sweep, ran.items, ran.units_done, ran.interrupted,
                          time.perf_counter() - began, ran.tasks, ran.per_task,
                          rows_streamed=ran.streamed)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import build_checks
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.publish.compare import Runner
@@ -34,6 +35,7 @@ class SeedWork:
     seeds: Sequence[int]
     #: False: the results travel without their looks (only the summary needs them back).
     looks: bool
+    budget: CheckBudget = DEFAULT_CHECK_BUDGET
 
     @property
     def units(self) -> int:
@@ -45,7 +47,7 @@ class SeedWork:
         checks = [b.check for b in build_checks(self.names, self.scenario.check, self.extra)]
         out: list[SeedResults] = []
         for seed in self.seeds[lo:hi]:
-            results = run_checks(self.scenario, seed, checks)
+            results = run_checks(self.scenario, seed, checks, self.budget)
             if not self.looks:
                 results = [dataclasses.replace(r, looks=()) for r in results]
             out.append((seed, tuple(results)))
@@ -55,14 +57,14 @@ class SeedWork:
 def pooled(
     scenario: Scenario, names: Sequence[str], extra: Mapping[str, Any],
     workers: int | None, dask: str | None, *, progress: Progress | None = None,
-    per_task: int | None = None,
+    per_task: int | None = None, budget: CheckBudget = DEFAULT_CHECK_BUDGET,
 ) -> Runner:
     """A ``compare`` runner that runs the seeds on ``workers`` processes or on Dask
     (``per_task`` seeds a task; default: measured, as a sweep's)."""
 
     def runner(seeds: Sequence[int], take: Callable[[int, Sequence[RunResult]], None],
                looks: bool) -> None:
-        work = SeedWork(scenario, tuple(names), dict(extra), seeds, looks)
+        work = SeedWork(scenario, tuple(names), dict(extra), seeds, looks, budget)
 
         def sink(batch: list[SeedResults]) -> None:
             for seed, results in batch:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from platform_testbed.checks.drive import check_name
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config.scenario import validate
 from platform_testbed.sim.publish.compare import RESULT_COLUMNS, result_row
@@ -42,7 +43,7 @@ def columns(sweep: Sweep) -> list[str]:
     return ["point", "seed", *sweep.keys, *RESULT_COLUMNS]
 
 
-def _rows_of_unit(sweep: Sweep, unit: int) -> list[Row]:
+def _rows_of_unit(sweep: Sweep, unit: int, budget: CheckBudget) -> list[Row]:
     """All checks in one world; a world whose simulation raises gives error rows."""
     point, seed_index = divmod(unit, len(sweep.seeds))
     seed = sweep.seeds[seed_index]
@@ -52,7 +53,7 @@ def _rows_of_unit(sweep: Sweep, unit: int) -> list[Row]:
         world = sweep.scenario(values)
         # The point's [check] table: only the keys it sets reach a check (sim.checkload.loader).
         checks = load_checks(list(sweep.checks), world.check)
-        results = run_checks(world, seed, checks)
+        results = run_checks(world, seed, checks, budget)
     except Exception as error:  # any failure of one world is that world's rows, not the sweep's
         message = f"{type(error).__name__}: {error}".replace("\n", " ")
         try:
@@ -67,14 +68,21 @@ def _rows_of_unit(sweep: Sweep, unit: int) -> list[Row]:
     return [head | result_row(result) for result in results]
 
 
-def run_units(sweep: Sweep, start: int, stop: int) -> tuple[int, list[Row]]:
-    """A task: units ``start`` to ``stop`` (exclusive). Returns ``start`` and their rows."""
+def run_units(
+    sweep: Sweep, start: int, stop: int, budget: CheckBudget = DEFAULT_CHECK_BUDGET
+) -> tuple[int, list[Row]]:
+    """A task: units ``start`` to ``stop`` (exclusive). Returns ``start`` and their rows.
+
+    ``budget`` travels with the task (pickled to a pool's or a cluster's worker).
+    """
     rows: list[Row] = []
     for unit in range(start, stop):
-        rows.extend(_rows_of_unit(sweep, unit))
+        rows.extend(_rows_of_unit(sweep, unit, budget))
     return start, rows
 
 
-def unit_rows(units: Sequence[int], sweep: Sweep) -> list[Row]:
+def unit_rows(
+    units: Sequence[int], sweep: Sweep, budget: CheckBudget = DEFAULT_CHECK_BUDGET
+) -> list[Row]:
     """Rows of some units computed here (for tests and notebooks)."""
-    return list(itertools.chain.from_iterable(_rows_of_unit(sweep, u) for u in units))
+    return list(itertools.chain.from_iterable(_rows_of_unit(sweep, u, budget) for u in units))

@@ -22,10 +22,12 @@ from typing import Any
 
 import simpy
 
+from platform_testbed import checks
 from platform_testbed.checks.flyapi import format_rfc3339_ms, machine_to_fly
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.platform.machine import Image, Machine
 from platform_testbed.sim.publish import world as worlds
+from platform_testbed.sim.publish.runresult import RecordedLook
 
 __all__ = [
     "MAX_WAIT_S",
@@ -128,8 +130,9 @@ class ServedApp:
         #: When the release first went out (platform ms): the client's first update to it.
         self.publish_started_ms: int | None = None
         self.looks: list[Look] = []
+        self.recorded: list[RecordedLook] = []
         self.waits: list[WaitStarted] = []
-        self._start_previous()
+        worlds.start_previous(self.world)
         if testbed_publishes:
             self.env.process(self._testbed_publish())
 
@@ -143,19 +146,6 @@ class ServedApp:
     def now_ms(self) -> int:
         """The platform clock (integer ms)."""
         return self.scenario.platform.epoch_ms + round(self.env.now * 1000)
-
-    def _start_previous(self) -> None:
-        # The previous release as the publish pipeline starts it (sim.publish.world._start),
-        # without the pipeline's own publish: here the client publishes.
-        world = self.world
-        if world.previous is None:
-            return
-        before = self.scenario.previous
-        if before is not None and before.asleep:
-            self.env.process(worlds._previous_release(world))
-        else:
-            for machine in world.machines:
-                machine.launch(world.previous)
 
     def _testbed_publish(self) -> Generator[simpy.Event, Any, None]:
         yield self.env.timeout(self.start_s)
@@ -214,7 +204,13 @@ class ServedApp:
         The fleet, even for a read of one machine or a wait's answer: a replayed check
         needs every machine in every look (one missing from a look is lost to it).
         """
-        self.looks.append(Look(self.now_ms(), tuple(self.render(m) for m in self.world.machines)))
+        at_ms = self.now_ms()
+        machines = self.world.machines
+        self.looks.append(Look(at_ms, tuple(self.render(m) for m in machines)))
+        # The same look as the simulator's checks get it (``sim.twin.step`` makes a row of it).
+        self.recorded.append(RecordedLook(
+            checks.Look(at_ms, tuple(m.snapshot(at_ms) for m in machines)),
+            tuple(m.log.dropped for m in machines)))
 
     # -- writes -----------------------------------------------------------------------------
 

@@ -88,6 +88,7 @@ class Session:
                 ],
             })
         return {
+            "schema_version": 1,  # sim/schemas/serve.schema.json
             "scenario": app.scenario.name,
             "seed": app.seed,
             "speed": self.speed,

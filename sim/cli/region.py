@@ -1,0 +1,170 @@
+"""``testbed region sept25``: the unknowns consistent with what happened on 25 September.
+
+The write-up is evidence too: the count check marked the API's publishes live, and the
+timestamp check would have failed them. A point of the shipped sweep
+``scenarios/sweeps/sept25_region.toml`` (restart delay, boot, event profile, cap, look
+delay) is **consistent** when, at every one of its seeds, count missed (the bad release
+went live) and timestamp caught it. Every seed, not most: the write-up says all three
+publishes went live.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+
+from platform_testbed.sim.config.scenario import validate
+from platform_testbed.sim.config.settings import BadInput, at_most, env_limit
+from platform_testbed.sim.publish.compare import SCHEMA_VERSION
+from platform_testbed.sim.sweep.file import Sweep, load_sweep
+from platform_testbed.sim.sweep.run import run_sweep
+from platform_testbed.sim.sweep.units import Row
+
+#: The regions this command knows: name -> the shipped sweep it runs.
+REGIONS = {"sept25": "sept25_region"}
+#: What each check did on 25 September (the write-up).
+HAPPENED = {"count": "missed", "timestamp": "caught"}
+#: The one public automatic restart took 2 s from exit to started, at whole-second stamps
+#: (tests/data/fly/ateles-watchdog-exit134-restart.txt): between 1 and 3 s.
+PUBLIC_EXIT_TO_STARTED_S = (1.0, 3.0)
+DELAY, BOOT = "platform.restart_delay_s", "platform.boot_s"
+#: Lines wrap here, the goldens' width (sim.show.table.DEFAULT_WIDTH is 100).
+WIDTH = 96
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """Which points of a sweep are consistent with what happened, and the shipped point."""
+
+    sweep: Sweep
+    seeds: int
+    consistent: tuple[tuple[Any, ...], ...]
+    shipped: tuple[Any, ...]
+    shipped_consistent: bool | None  # None: the shipped point is not on the grid
+    interrupted: bool = False
+
+    def counts(self, key: str) -> list[tuple[Any, int, int]]:
+        """Per value of axis ``key``: (value, consistent points, points)."""
+        at = self.sweep.keys.index(key)
+        values = dict(self.sweep.axes)[key]
+        per_value = self.sweep.points // len(values)
+        return [(v, sum(1 for p in self.consistent if p[at] == v), per_value) for v in values]
+
+    def within_public_timings(self) -> int:
+        """Consistent points whose restart delay + boot lies in the public 1-3 s."""
+        low, high = PUBLIC_EXIT_TO_STARTED_S
+        d, b = self.sweep.keys.index(DELAY), self.sweep.keys.index(BOOT)
+        return sum(1 for p in self.consistent if low <= p[d] + p[b] <= high)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``region --json`` document."""
+        keys = self.sweep.keys
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "region": self.sweep.name,
+            "rule": {"every_seed": HAPPENED},
+            "points": self.sweep.points,
+            "seeds": self.seeds,
+            "interrupted": self.interrupted,
+            "consistent_points": len(self.consistent),
+            "within_public_timings": self.within_public_timings(),
+            "by_axis": {k: [{"value": v, "consistent": n, "points": of}
+                            for v, n, of in self.counts(k)] for k in keys},
+            "shipped_point": dict(zip(keys, self.shipped, strict=True))
+            | {"consistent": self.shipped_consistent},
+            "consistent": [dict(zip(keys, p, strict=True)) for p in self.consistent],
+        }
+
+
+def find_region(sweep: Sweep, rows: Sequence[Row], interrupted: bool = False) -> Region:
+    """Fold a sweep's rows into the region consistent with ``HAPPENED`` (pure)."""
+    keys = sweep.keys
+    seen: dict[tuple[Any, ...], set[int]] = {}
+    broken: set[tuple[Any, ...]] = set()
+    for row in rows:
+        point = tuple(row[k] for k in keys)
+        seen.setdefault(point, set()).add(row["seed"])
+        if row["check"] in HAPPENED and row["outcome"] != HAPPENED[row["check"]]:
+            broken.add(point)
+    # A point counts only with every seed run (an interrupted sweep leaves some short).
+    whole = {p for p, seeds in seen.items() if len(seeds) == len(sweep.seeds)}
+    ordered = [sweep.point(i) for i in range(sweep.points)]
+    consistent = tuple(p for p in ordered if p in whole and p not in broken)
+    base = validate(sweep.base, sweep.scenario_name)
+    shipped = tuple(getattr(getattr(base, k.split(".")[0]), k.split(".")[1]) for k in keys)
+    on_grid = shipped in set(ordered) and shipped in whole
+    return Region(sweep, len(sweep.seeds), consistent, shipped,
+                  (shipped in consistent) if on_grid else None, interrupted)
+
+
+def _wrap(line: str) -> list[str]:
+    # Profile names hold hyphens: never split one across lines.
+    return textwrap.wrap(line, WIDTH, subsequent_indent="    ", break_on_hyphens=False)
+
+
+def _value(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def region_text(region: Region) -> str:
+    """The region as a few readable lines and one table per unknown."""
+    sweep = region.sweep
+    lines = [
+        f"{sweep.name} · {sweep.points:,} points x {region.seeds} seeds = {sweep.units:,} worlds"
+        + (" (interrupted: points not run are not counted)" if region.interrupted else ""),
+        "consistent with 25 September: count marked the publish live and timestamp failed it,",
+        "at every seed",
+        f"consistent points: {len(region.consistent):,} of {sweep.points:,}",
+        "",
+    ]
+    lines.append("consistent points / points, per value of each unknown:")
+    for key in sweep.keys:
+        cells = [f"{_value(v)} {n}/{of}" for v, n, of in region.counts(key)]
+        lines += _wrap(f"{key}: " + ",  ".join(cells))
+    low, high = PUBLIC_EXIT_TO_STARTED_S
+    tail = [
+        f"consistent points with restart delay + boot between {low:g} and {high:g} s (the public "
+        f"automatic restart, ateles): {region.within_public_timings():,}",
+    ]
+    if region.consistent:
+        d, b = sweep.keys.index(DELAY), sweep.keys.index(BOOT)
+        totals = sorted({round(p[d] + p[b], 6) for p in region.consistent})
+        tail.append("restart delay + boot of the consistent points: "
+                    + ", ".join(f"{t:g}" for t in totals) + " s")
+    shipped = ", ".join(f"{k}={_value(v)}" for k, v in zip(sweep.keys, region.shipped, strict=True))
+    verdict = {True: "consistent", False: "NOT consistent",
+               None: "not on the grid"}[region.shipped_consistent]
+    tail.append(f"the shipped point ({shipped}): {verdict}")
+    lines.append("")
+    for line in tail:
+        lines += _wrap(line)
+    return "\n".join(lines)
+
+
+def cmd_region(args: argparse.Namespace) -> int:
+    """Run the region's sweep with a progress bar on stderr; print the region."""
+    from platform_testbed.sim.cli.sweep import MAX_WORKERS, WORKERS_ENV, sweep_progress  # noqa: PLC0415
+
+    if args.workers is not None:
+        at_most("--workers", args.workers, env_limit(WORKERS_ENV, MAX_WORKERS), WORKERS_ENV)
+    if args.name not in REGIONS:
+        raise BadInput(f"region: unknown region {args.name!r} (known: {', '.join(REGIONS)})")
+    sweep = load_sweep(REGIONS[args.name])
+    errors = Console(stderr=True)
+    progress = sweep_progress(sweep.name, errors, args.no_progress or not errors.is_terminal)
+    with progress:
+        task = progress.add_task("region", total=sweep.units)
+        result = run_sweep(sweep, workers=args.workers,
+                           progress=lambda units: progress.advance(task, units))
+    region = find_region(sweep, result.rows, result.interrupted)
+    if args.json:
+        print(json.dumps(region.to_json(), separators=(",", ":")))
+    else:
+        print(region_text(region))
+    return 130 if result.interrupted else 0

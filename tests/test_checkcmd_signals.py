@@ -1,0 +1,93 @@
+"""No survivor (issue 20): SIGHUP during ``compare --check-cmd`` ends it with 129 and one line,
+and the check process and a grandchild that left its group with ``setsid`` end too."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from platform_testbed.sim.checkcmd.child import descendants
+
+#: A check that starts a grandchild in a session of its own, then answers slowly for ever.
+SLOW_WITH_GRANDCHILD = """import json, os, subprocess, sys, time
+grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                              start_new_session=True)
+with open("pids.tmp", "w") as out:
+    out.write(f"{os.getpid()} {grandchild.pid}")
+os.rename("pids.tmp", "pids")
+for line in sys.stdin:
+    time.sleep(0.3)
+    print(json.dumps({"wait": 1}), flush=True)
+"""
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie waiting for a reaper does not run)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _started(tmp_path: Path) -> tuple[subprocess.Popen[str], list[int]]:
+    (tmp_path / "slow.py").write_text(SLOW_WITH_GRANDCHILD)
+    testbed = subprocess.Popen(
+        [sys.executable, "-m", "platform_testbed", "compare", "sept25-crash-loop",
+         "--check-cmd", f"{sys.executable} slow.py", "--check-cmd-name", "slow"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=os.environ | {"PYTHONPATH": str(Path(__file__).parents[1])},
+    )
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "pids").exists():
+        assert time.monotonic() < deadline, "the check never started"
+        assert testbed.poll() is None, testbed.communicate()
+        time.sleep(0.05)
+    time.sleep(0.5)  # a few exchanges in
+    return testbed, [int(p) for p in (tmp_path / "pids").read_text().split()]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_sighup_exits_129_with_one_line_and_leaves_no_check_process(tmp_path: Path) -> None:
+    """SIGHUP: exit 129, 'testbed: hung up', the check and its setsid grandchild gone."""
+    testbed, pids = _started(tmp_path)
+    try:
+        testbed.send_signal(signal.SIGHUP)
+        _out, err = testbed.communicate(timeout=20)
+    finally:
+        if testbed.poll() is None:
+            testbed.kill()
+    assert testbed.returncode == 129, err
+    assert err.strip() == "testbed: hung up"
+    deadline = time.monotonic() + 5
+    while any(_running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [p for p in pids if _running(p)]
+    for pid in left:  # the test's own processes: ended by id, and the failure says so
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"still running: {left}"
+
+
+def test_descendants_lists_a_child_that_called_setsid(tmp_path: Path) -> None:
+    """The process tree walk finds a grandchild in a session of its own (killpg cannot)."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, sys, time\n"
+         "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n"
+         "time.sleep(60)"])
+    try:
+        deadline = time.monotonic() + 10
+        while not descendants(parent.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [grandchild] = descendants(parent.pid)
+        assert os.getsid(grandchild) != os.getsid(parent.pid)
+    finally:
+        for pid in descendants(parent.pid):
+            os.kill(pid, signal.SIGKILL)
+        parent.kill()
+        parent.wait()

@@ -1,0 +1,102 @@
+"""`testbed region sept25`: the points of the unknowns consistent with 25 September."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from platform_testbed.sim.cli import region as region_cli
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.cli.region import find_region
+from platform_testbed.sim.sweep.file import load_sweep
+
+SMALL = """\
+name = "small_region"
+scenario = "sept25-crash-loop"
+checks = ["count", "timestamp"]
+seeds = 2
+[axes]
+"platform.restart_delay_s" = [0.3, 1.0]
+"platform.boot_s" = [1.0]
+"check.look_delay_s" = [5.0, 30.0]
+"""
+
+
+def _rows(sweep, outcomes):
+    """Rows as a sweep gives them: ``outcomes[point][seed] = (count, timestamp)``."""
+    rows = []
+    for index in range(sweep.points):
+        values = dict(zip(sweep.keys, sweep.point(index), strict=True))
+        for seed, pair in zip(sweep.seeds, outcomes[index], strict=True):
+            for check, outcome in zip(("count", "timestamp"), pair, strict=True):
+                rows.append({"point": index, "seed": seed, **values,
+                             "check": check, "outcome": outcome})
+    return rows
+
+
+@pytest.fixture
+def small(tmp_path: Path):
+    path = tmp_path / "small_region.toml"
+    path.write_text(SMALL)
+    return load_sweep(path)
+
+
+def test_a_point_is_consistent_only_if_count_missed_and_timestamp_caught_at_every_seed(small):
+    """One seed where count caught, or timestamp missed, puts the point outside the region."""
+    ok, count_caught, ts_missed = ("missed", "caught"), ("caught", "caught"), ("missed", "missed")
+    rows = _rows(small, [[ok, ok], [ok, count_caught], [ts_missed, ok], [ok, ok]])
+    found = find_region(small, rows)
+    assert found.consistent == (small.point(0), small.point(3))
+    assert found.counts("check.look_delay_s") == [(5.0, 1, 2), (30.0, 1, 2)]
+
+
+def test_a_point_missing_a_seed_is_not_counted(small):
+    """An interrupted sweep's half-run point is not called consistent."""
+    ok = ("missed", "caught")
+    rows = [r for r in _rows(small, [[ok, ok]] * 4) if not (r["point"] == 1 and r["seed"] == 2)]
+    assert small.point(1) not in find_region(small, rows, interrupted=True).consistent
+
+
+def test_the_shipped_point_is_judged_by_the_run(small):
+    """The base scenario's point (delay 1.0, boot 1.0, look 5) is on the grid, and reported."""
+    ok, bad = ("missed", "caught"), ("caught", "caught")
+    base_index = [small.point(i) for i in range(small.points)].index((1.0, 1.0, 5.0))
+    outcomes = [[ok, ok]] * 4
+    assert find_region(small, _rows(small, outcomes)).shipped_consistent is True
+    outcomes[base_index] = [ok, bad]
+    assert find_region(small, _rows(small, outcomes)).shipped_consistent is False
+
+
+def test_region_command_runs_the_sweep_and_agrees_with_compare(small, monkeypatch, capsys):
+    """`region --json` on a small sweep: each point's verdict is what compare gives its seeds."""
+    monkeypatch.setattr(region_cli, "load_sweep", lambda _name: small)
+    assert main(["region", "sept25", "--workers", "1", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    loaded = json.loads(resources.files("platform_testbed.sim").joinpath(
+        "schemas/region.schema.json").read_text("utf-8"))
+    jsonschema.validate(document, loaded, cls=jsonschema.Draft202012Validator)
+    for index in range(small.points):
+        delay, boot, look = small.point(index)
+        main(["compare", "sept25-crash-loop", "--check", "count", "--check", "timestamp",
+              "--runs", "2", "--seed", "1", "--json",
+              "--set", f"platform.restart_delay_s={delay}", "--set", f"platform.boot_s={boot}",
+              "--set", f"check.look_delay_s={look}"])
+        summary = json.loads(capsys.readouterr().out)["summary"]
+        expected = summary["count"]["missed"] == 2 and summary["timestamp"]["caught"] == 2
+        point = {"platform.restart_delay_s": delay, "platform.boot_s": boot,
+                 "check.look_delay_s": look}
+        assert (point in document["consistent"]) is expected, point
+
+
+def test_region_rejects_an_unknown_incident(capsys):
+    """An unknown region name is bad input: exit 2, one line naming the choices."""
+    with pytest.raises(SystemExit) as ended:
+        main(["region", "sept26"])
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "invalid choice: 'sept26'" in err
