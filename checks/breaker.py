@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from .failsafe import lost_machines
 from .memo import PerCheck
 from .minhealthy import newest_start_ms
-from .model import Look, MachineSnapshot, Verdict, Wait
+from .model import Look, MachineSnapshot, Verdict, Wait, in_ms, to_s
 from .options import COUNT, INTERVAL, SECONDS, refuse_out_of_range
 from .protocol import Step
 from .reasons import describe
@@ -206,7 +206,7 @@ class CircuitBreakerCheck:
         threshold = self.threshold_for(len(latest.machines))
         key = publish_started_ms
         tally, unseen = self._tallies.resume(key, looks, _Tally)
-        healthy_after_ms = self.healthy_after_s * 1000
+        healthy_after_ms = in_ms(self.healthy_after_s)
         for look in unseen:
             tally.see(look, publish_started_ms, healthy_after_ms)
         if threshold != tally.threshold:
@@ -242,7 +242,7 @@ class CircuitBreakerCheck:
                 layer="completed",
             )
         elapsed_ms = latest.at_ms - publish_started_ms
-        if elapsed_ms >= self.completion_timeout_s * 1000:
+        if elapsed_ms >= in_ms(self.completion_timeout_s):
             machine = waiting[0]
             return Verdict(
                 False,
@@ -252,8 +252,8 @@ class CircuitBreakerCheck:
                 machine.id,
                 layer="not-completed",
             )
-        wait_ms = self.poll_s * 1000
-        return wait_at_least(min(wait_ms, self.completion_timeout_s * 1000 - elapsed_ms) / 1000)
+        wait_ms = in_ms(self.poll_s)
+        return wait_at_least(to_s(min(wait_ms, in_ms(self.completion_timeout_s) - elapsed_ms)))
 
     def _healthy(self, machine: MachineSnapshot, publish_started_ms: int) -> bool:
         start = newest_start_ms(machine)
@@ -261,7 +261,7 @@ class CircuitBreakerCheck:
             machine.state == "started"
             and start is not None
             and start >= publish_started_ms
-            and machine.at_ms - start >= self.healthy_after_s * 1000
+            and machine.at_ms - start >= in_ms(self.healthy_after_s)
         )
 
     def _tripped(self, counted: list[str], threshold: int, machines: int) -> Verdict:

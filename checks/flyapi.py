@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .model import Event, MachineSnapshot
+from .model import Event, MachineSnapshot, to_ms
 
 
 class RecordingError(ValueError):
@@ -59,7 +59,7 @@ def parse_rfc3339_ms(text: str) -> int | None:
         moment -= offset if match.group(9) == "+" else -offset
     fraction = (match.group(7) or "")[:3].ljust(3, "0")
     delta = moment - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1000 + int(fraction)
+    return to_ms(delta.days * 86_400 + delta.seconds) + int(fraction)
 
 
 # --- model -> API JSON ---------------------------------------------------------------

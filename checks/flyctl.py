@@ -10,7 +10,7 @@ from typing import ClassVar, Literal
 
 from .failsafe import lost_machines
 from .memo import PerCheck
-from .model import Event, Look, MachineSnapshot, Verdict, Wait
+from .model import Event, Look, MachineSnapshot, Verdict, Wait, in_ms, to_s
 from .options import INTERVAL, SECONDS, refuse_out_of_range
 from .protocol import Step
 from .reasons import describe, since
@@ -306,7 +306,7 @@ class FlyctlSmokeCheck:
         return (tick, machine.state if tick == look.at_ms else entered[1])
 
     def _tick_at_or_after(self, at_ms: float, publish_started_ms: int) -> int:
-        poll_ms = self.poll_s * 1000
+        poll_ms = in_ms(self.poll_s)
         ticks = math.ceil(round((at_ms - publish_started_ms) / poll_ms, 9))
         return publish_started_ms + ticks * round(poll_ms)
 
@@ -320,8 +320,8 @@ class FlyctlSmokeCheck:
     def _read(self, state: _Reads, look: Look, publish_started_ms: int) -> Verdict | None:
         """Take one look's reads of every undecided machine; a verdict if one decides the deploy."""
         opened, due, reads, done = state.opened, state.due, state.reads, state.done
-        window_ms = self.window_s * 1000
-        timeout_ms = publish_started_ms + self.wait_timeout_s * 1000
+        window_ms = in_ms(self.window_s)
+        timeout_ms = publish_started_ms + in_ms(self.wait_timeout_s)
         for machine in look.machines:
             key = machine.id
             if key in done:
@@ -337,7 +337,7 @@ class FlyctlSmokeCheck:
                         # plan.go: once per process group, the first machine to get there.
                         state.listened = True
                         if settled[1] != "started":
-                            start += self.listen_wait_s * 1000
+                            start += in_ms(self.listen_wait_s)
                     opened[key] = start
                     # flyctl reads at once when the window opens; a long poll may open
                     # it between looks, so that read is taken at this look.
@@ -356,14 +356,14 @@ class FlyctlSmokeCheck:
             if look.at_ms < due[key]:
                 continue
             crashing = is_constantly_restarting(machine)
-            if not crashing and self._uptime_ms(machine) > self.min_uptime_s * 1000:
+            if not crashing and self._uptime_ms(machine) > in_ms(self.min_uptime_s):
                 done[key] = _Outcome(True, "uptime", machine)
             elif crashing:
                 return self._crashing(machine, publish_started_ms)
             else:
                 # flyctl's reads follow one another by the backoff: anchored at the
                 # read's due time, so a read taken late does not shift the ones after it.
-                due[key] += self._backoff_s(key, reads[key]) * 1000
+                due[key] += in_ms(self._backoff_s(key, reads[key]))
                 reads[key] += 1
         if all(m.id in done for m in look.machines):
             return self._passed(look, done, state.skipped, publish_started_ms)
@@ -372,7 +372,7 @@ class FlyctlSmokeCheck:
     def _wait(self, state: _Reads, latest: Look, publish_started_ms: int) -> Wait:
         """Wait until the soonest read or deadline of a machine still undecided."""
         opened, due, done = state.opened, state.due, state.done
-        window_ms = self.window_s * 1000
+        window_ms = in_ms(self.window_s)
         waits = []
         for machine in latest.machines:
             if machine.id in done:
@@ -383,9 +383,9 @@ class FlyctlSmokeCheck:
             else:
                 # The next of waitForMachineState's ticks (every poll_s from the publish).
                 tick = self._tick_at_or_after(latest.at_ms + 1, publish_started_ms)
-                left_ms = publish_started_ms + self.wait_timeout_s * 1000 - latest.at_ms
+                left_ms = publish_started_ms + in_ms(self.wait_timeout_s) - latest.at_ms
                 waits.append(min(tick - latest.at_ms, left_ms))
-        return wait_at_least(min(waits) / 1000)
+        return wait_at_least(to_s(min(waits)))
 
     def _uptime_ms(self, machine: MachineSnapshot) -> int:
         started = most_recent_start_after_launch(machine.events)

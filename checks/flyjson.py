@@ -88,7 +88,7 @@ from .flyapi import (
     parse_rfc3339_ms,
     show_json,
 )
-from .model import Look, MachineSnapshot, Verdict
+from .model import Look, MachineSnapshot, Verdict, to_ms
 from .protocol import Check
 
 # The API objects of one machine are read and written by ``checks.flyapi``; its public
@@ -327,7 +327,7 @@ def replay(
     try:
         wait = next(steps)
         while True:
-            due_ms = now_ms + round(wait * 1000) - TOLERANCE_MS
+            due_ms = now_ms + to_ms(wait) - TOLERANCE_MS
             while index < len(looks) and looks[index].at_ms < due_ms:
                 index += 1
             if index == len(looks):

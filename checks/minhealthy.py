@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from .failsafe import lost_machines
 from .memo import PerCheck
-from .model import Look, MachineSnapshot, Verdict, Wait
+from .model import Look, MachineSnapshot, Verdict, Wait, in_ms, to_s
 from .options import INTERVAL, SECONDS, refuse_out_of_range
 from .protocol import Step
 from .reasons import describe, since
@@ -147,7 +147,7 @@ class MinHealthyTimeCheck:
             return Wait(0.0)
         if lost := lost_machines(self.name, looks, self._seen):
             return lost
-        need_ms = self.min_healthy_s * 1000
+        need_ms = in_ms(self.min_healthy_s)
         key = publish_started_ms
         fold, unseen = self._folds.resume(key, looks, lambda: _Fold(publish_started_ms))
         for look in unseen:
@@ -180,16 +180,16 @@ class MinHealthyTimeCheck:
                 layer="min-healthy-time",
             )
         if self.rule == "nomad":
-            deadline_ms = publish_started_ms + self.healthy_deadline_s * 1000
+            deadline_ms = publish_started_ms + in_ms(self.healthy_deadline_s)
         else:
-            deadline_ms = last_progress_ms + self.progress_deadline_s * 1000
+            deadline_ms = last_progress_ms + in_ms(self.progress_deadline_s)
         if latest.at_ms >= deadline_ms:
             return self._deadline(shortest, looks, publish_started_ms, last_progress_ms)
-        wait_ms = self.poll_s * 1000
+        wait_ms = in_ms(self.poll_s)
         if shortest is not None and shortest[0] >= 0:
             # No need to look before the least-up machine could reach the minimum.
             wait_ms = min(wait_ms, need_ms - shortest[0])
-        return wait_at_least(min(wait_ms, deadline_ms - latest.at_ms) / 1000)
+        return wait_at_least(to_s(min(wait_ms, deadline_ms - latest.at_ms)))
 
     def _starts_seen(self, machine_id: str, looks: Sequence[Look], publish_started_ms: int) -> int:
         return len(
@@ -242,7 +242,7 @@ class MinHealthyTimeCheck:
         up_ms, machine = shortest
         if up_ms >= 0:
             newest = since(int(machine.at_ms - up_ms), publish_started_ms)
-            state = f"its newest start at {newest} is only {up_ms / 1000:.1f} s old"
+            state = f"its newest start at {newest} is only {to_s(up_ms):.1f} s old"
         else:
             state = describe(machine, publish_started_ms)
         starts = self._starts_seen(machine.id, looks, publish_started_ms)

@@ -18,6 +18,25 @@ MACHINE_STATES = (
     "destroyed",
 )
 
+#: A look's clock (``at_ms``, event timestamps) counts milliseconds; a check's options and
+#: waits count seconds. These three are the only conversions between the two.
+MS_PER_S = 1000
+
+
+def to_ms(seconds: float) -> int:
+    """Seconds as whole milliseconds, rounded as ``round`` does (half to even): a clock reading."""
+    return round(seconds * MS_PER_S)
+
+
+def in_ms(seconds: float) -> float:
+    """Seconds as milliseconds, unrounded: a span compared or added where a fraction counts."""
+    return seconds * MS_PER_S
+
+
+def to_s(ms: float) -> float:
+    """Milliseconds as seconds."""
+    return ms / MS_PER_S
+
 
 class Event(NamedTuple):
     """One entry of a machine's event list; exit fields are set only on ``exit`` events.

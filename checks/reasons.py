@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from .model import MachineSnapshot
+from .model import MachineSnapshot, to_s
 
 
 def since(ms: int, publish_started_ms: int) -> str:
     """Format a platform time as seconds after the publish began."""
-    return f"+{(ms - publish_started_ms) / 1000:.1f} s"
+    return f"+{to_s(ms - publish_started_ms):.1f} s"
 
 
 def describe(machine: MachineSnapshot, publish_started_ms: int) -> str:

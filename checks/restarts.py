@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from .failsafe import lost_machines
 from .memo import PerCheck
-from .model import Look, MachineSnapshot, Verdict, Wait
+from .model import Look, MachineSnapshot, Verdict, Wait, to_s
 from .options import INTERVAL, SECONDS, refuse_out_of_range
 from .protocol import Step
 from .reasons import describe, since
@@ -102,7 +102,7 @@ class RestartCounterCheck:
     def _judge(self, started_at: int | None, publish_started_ms: int, looks: Sequence[Look]) -> Step:
         if started_at is None:
             return awaiting(self, publish_started_ms, looks[-1])
-        watched_s = (looks[-1].at_ms - started_at) / 1000
+        watched_s = to_s(looks[-1].at_ms - started_at)
         if watched_s >= self.look_delay_s:
             counters = ", ".join(f"{m.id} {m.restart_counter}" for m in looks[-1].machines)
             return Verdict(

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Protocol
 
-from .model import Look, Verdict, Wait
+from .model import Look, Verdict, Wait, in_ms, to_s
 from .reasons import describe
 
 
@@ -31,7 +31,7 @@ def wait_at_least(seconds: float) -> Wait:
     A wait a fraction of a millisecond short of a deadline would take the next look at
     the same millisecond, still short of it, and again, forever.
     """
-    return Wait(max(1, math.ceil(round(seconds * 1000, 6))) / 1000)
+    return Wait(to_s(max(1, math.ceil(round(in_ms(seconds), 6)))))
 
 
 def first_all_started(looks: Sequence[Look]) -> int | None:
@@ -60,7 +60,7 @@ def await_started(check: AwaitsStart, publish_started_ms: int, looks: Sequence[L
 
 def awaiting(check: AwaitsStart, publish_started_ms: int, latest: Look) -> Wait | Verdict:
     """Not every machine has read started in one look yet: the next poll, or the timeout."""
-    waited_s = (latest.at_ms - publish_started_ms) / 1000
+    waited_s = to_s(latest.at_ms - publish_started_ms)
     if waited_s >= check.start_timeout_s:
         waiting = next(m for m in latest.machines if m.state != "started")
         return Verdict(

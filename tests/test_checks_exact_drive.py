@@ -176,10 +176,13 @@ def test_the_look_limit_is_the_drives_argument() -> None:
 @pytest.mark.parametrize(
     ("made", "message"),
     [
-        (lambda: CheckBudget(timeout_s=0), r"^timeout_s: must be greater than 0 \(got 0\)$"),
-        (lambda: CheckBudget(timeout_s=float("inf")), r"^timeout_s: must be a finite number"),
+        (lambda: CheckBudget(timeout_s=0), r"^timeout_s: must be a number of seconds greater than 0 "
+         r"and at most 86,400 \(got 0\)$"),
+        (lambda: CheckBudget(timeout_s=1e300), r"^timeout_s: must be a number of seconds .* "
+         r"at most 86,400 \(got 1e\+300\)$"),
+        (lambda: CheckBudget(timeout_s=float("inf")), r"^timeout_s: must be a number of seconds"),
         (lambda: CheckBudget(timeout_s="5"), r"^timeout_s: must be a number of seconds"),
-        (lambda: CheckBudget(max_looks=0), r"^max_looks: must be at least 1 \(got 0\)$"),
+        (lambda: CheckBudget(max_looks=0), r"^max_looks: must be a whole number from 1 to .* \(got 0\)$"),
         (lambda: CheckBudget(max_looks=2.5), r"^max_looks: must be a whole number"),
         (lambda: CheckBudget(max_looks=True), r"^max_looks: must be a whole number"),
     ],
@@ -205,11 +208,15 @@ def test_the_command_line_budget_takes_flags_over_the_environment_over_defaults(
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [
-        (_args(0.0), {}, r"^--check-timeout: must be greater than 0"),
-        (_args(looks=0), {}, r"^--max-looks: must be at least 1"),
+        (_args(0.0), {}, r"^--check-timeout: must be a number of seconds greater than 0"),
+        (_args(looks=0), {}, r"^--max-looks: must be a whole number from 1"),
         (_args(), {"TESTBED_CHECK_TIMEOUT_S": "soon"},
-         r"^TESTBED_CHECK_TIMEOUT_S: must be a number of seconds \(got 'soon'\)$"),
-        (_args(), {"TESTBED_MAX_LOOKS": "-3"}, r"^TESTBED_MAX_LOOKS: must be at least 1"),
+         r"^TESTBED_CHECK_TIMEOUT_S: must be a number of seconds greater than 0 and at most "
+         r"86,400 \(got 'soon'\)$"),
+        (_args(), {"TESTBED_CHECK_TIMEOUT_S": "1e300"},
+         r"^TESTBED_CHECK_TIMEOUT_S: must be a number of seconds .* \(got '1e300'\)$"),
+        (_args(), {"TESTBED_MAX_LOOKS": "-3"}, r"^TESTBED_MAX_LOOKS: must be a whole number from 1"),
+        (_args(), {"TESTBED_MAX_LOOKS": "10**16"}, r"^TESTBED_MAX_LOOKS: must be a whole number"),
     ],
 )
 def test_the_command_line_budget_names_where_a_bad_value_came_from(

@@ -3,8 +3,10 @@
 The classes the issue names: limits from the environment, the Python API's arguments,
 text that breaks output (surrogates, control characters, separators, ASCII-only
 terminals), things that were silently wrong (reserved axis names, booleans as numbers,
-duplicate machine ids, huge timeouts, hunt's output folder and seed), and loops without a
-floor. Each command-line case runs ``testbed`` in this process with the contract of
+duplicate machine ids, huge timeouts, hunt's output folder and seed), loops without a
+floor (interval floors, rollout work estimates, the check protocol's incremental mode,
+Dask addresses), and processes (a check command's orphaned grandchild). Each command-line
+case runs ``testbed`` in this process with the contract of
 ``tests/test_hostile.py`` (exit 0/1/2 as stated, no traceback, one line for exit 2, within
 its time bound) and leaves no child process behind; each API case returns or raises
 ``BadInput`` (one line), nothing else. ``test_corpus_counts`` prints how each class ends.
@@ -106,7 +108,7 @@ def _cli_corpus() -> list[Case]:
                 "limits from the environment",
                 commands["compare"],
                 2,
-                rf"{name}: must be a number greater than 0",
+                rf"{name}: must be a number of seconds greater than 0",
                 env={name: value},
             )
     for command, argv in commands.items():
@@ -293,7 +295,7 @@ def _cli_corpus() -> list[Case]:
             "silently wrong",
             ["compare", SCENARIO, "--check-cmd", "true", "--check-cmd-timeout", value],
             2,
-            r"--check-cmd-timeout: must be a number of seconds > 0 and at most 3600",
+            r"--check-cmd-timeout: must be a number of seconds greater than 0 and at most 3,600",
         )
     hunt = ["hunt", "--check", "count", "--budget", "1", "--no-progress"]
     add("hunt-out-empty", "silently wrong", [*hunt, "--out", ""], 2, r"--out: must name a folder")
@@ -398,7 +400,108 @@ def _cli_corpus() -> list[Case]:
             "high = 2, count = 2, seed = 1.5 }\n"
         },
     )
+    _bounded_cases(add)
     return cases
+
+
+#: A check that always asks for another look now, taking the incremental mode when offered.
+WAITS_INCREMENTAL = """import json, sys
+for line in sys.stdin:
+    answer = {"wait": 0}
+    if '"supports"' in line:
+        answer["incremental"] = True
+    print(json.dumps(answer), flush=True)
+"""
+#: A check whose helper double-forks a ``setsid`` grandchild and exits: an orphan.
+DOUBLE_FORK = """import json, os, subprocess, sys
+if os.fork() == 0:
+    child = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    open("g.pid.tmp", "w").write(str(child.pid)); os.rename("g.pid.tmp", "g.pid")
+    os._exit(0)
+os.wait()
+for line in sys.stdin:
+    print(json.dumps({"verdict": {"ok": True, "reason": "fine"}}), flush=True)
+"""
+
+
+def _orphan_gone(stdout: str) -> None:
+    """The double fork's grandchild (its pid in g.pid) is not running after the command."""
+    pid = int(Path("g.pid").read_text())
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return
+    assert state == "Z", f"the orphaned grandchild {pid} still runs"
+
+
+def _error_after_looks(looks: int) -> Callable[[str], None]:
+    def check(stdout: str) -> None:
+        runs = json.loads(stdout)["runs"]
+        assert runs
+        assert all("without a verdict" in str(run) and str(looks) in str(run) for run in runs)
+    return check
+
+
+def _bounded_cases(add: Callable[..., None]) -> None:
+    """Issue 20's second round: floors, work estimates, the check budget's one rule, Dask."""
+    loops, env, processes = "loops without a floor", "limits from the environment", "processes"
+    for key, value, floor in (
+        ("balancer.interval_s", "1e-9", "0.1"),
+        ("balancer.interval_s", "0.001", "0.1"),
+        ("balancer.interval_s", "-1", "0.1"),
+        ("balancer.interval_s", "0.0999", "0.1"),
+        ("watchdog.interval_s", "1e-9", "0.01"),
+        ("watchdog.interval_s", "0.001", "0.01"),
+    ):
+        add(f"rollout-floor-{key}-{value}", loops,
+            ["rollout", "fixed", "--set", f"{key}={value}"], 2,
+            rf"{key}: must be at least {floor} s: .* once per interval")
+    huge = ["--set", "fleet.servers=100", "--set", "watchdog.interval_s=0.01",
+            "--set", "settle_s=86400"]
+    add("rollout-estimate-huge", loops, ["rollout", "original", *huge], 2,
+        r"original: a run would take about 1,1\d\d,\d{3},\d{3} events .*past the limit of "
+        r"5,000,000 .*TESTBED_MAX_ROLLOUT_EVENTS\)$")
+    add("rollout-estimate-balancer", loops,
+        ["rollout", "original", "--set", "fleet.servers=100", "--set", "balancer.interval_s=0.1",
+         "--set", "settle_s=86400"], 2, r"balancer probes .*past the limit of 5,000,000")
+    add("rollout-estimate-lowered", loops, ["rollout", "original"], 2,
+        r"past the limit of 100 ", env={"TESTBED_MAX_ROLLOUT_EVENTS": "100"})
+    add("rollout-estimate-raised-runs", loops, ["rollout", "original", "--json"], 0,
+        env={"TESTBED_MAX_ROLLOUT_EVENTS": "1000000000"})
+    add("check-cmd-incremental-2000-looks", loops,
+        ["compare", SCENARIO, "--check-cmd", f"{sys.executable} w.py", "--max-looks", "2000",
+         "--json"], 0, files={"w.py": WAITS_INCREMENTAL}, stdout=_error_after_looks(2000))
+    for address in ("inproc://", "inproc://127.0.0.1/1/1", "tcp://", "tcp://127.0.0.1",
+                    "localhost:99999", "udp://127.0.0.1:8786", "tcp://:8786", "tcp://a b:1"):
+        add(f"sweep-dask-address-{address}", loops,
+            ["sweep", "s.toml", "--no-progress", "--dask", address], 2,
+            r"^testbed: --dask: must be tcp://HOST:PORT", {"s.toml": SWEEP_HEAD},
+            absent=["out"])
+    add("sweep-dask-closed-port", loops,
+        ["sweep", "s.toml", "--no-progress", "--dask", "tcp://127.0.0.1:1"], 2,
+        r"--dask tcp://127\.0\.0\.1:1: cannot reach the scheduler \(Connection refused\)",
+        {"s.toml": SWEEP_HEAD}, absent=["out"])
+    for value in ("nan", "0", "abc", "-5", "1e9"):
+        add(f"env-TESTBED_MAX_ROLLOUT_EVENTS-{value}", env, ["rollout", "original"], 2,
+            r"TESTBED_MAX_ROLLOUT_EVENTS: must be a whole number from 1 to",
+            env={"TESTBED_MAX_ROLLOUT_EVENTS": value})
+    for value in ("1e300", "86401", "1e-400"):
+        add(f"env-TESTBED_CHECK_TIMEOUT_S-{value}", env, ["compare", SCENARIO, "--check", "count"],
+            2, r"TESTBED_CHECK_TIMEOUT_S: must be a number of seconds greater than 0 and at most "
+            r"86,400", env={"TESTBED_CHECK_TIMEOUT_S": value})
+    for flag, value, rule in (
+        ("--check-timeout", "1e300", r"must be a number of seconds greater than 0 and at most 86,400"),
+        ("--check-timeout", "nan", r"must be a number of seconds"),
+        ("--check-timeout", "-0", r"must be a number of seconds"),
+        ("--max-looks", "0", r"must be a whole number from 1 to"),
+        ("--check-cmd-timeout", "3601", r"must be a number of seconds greater than 0 and at most 3,600"),
+    ):
+        argv = ["compare", SCENARIO, flag, value]
+        argv += ["--check-cmd", "true"] if flag == "--check-cmd-timeout" else ["--check", "count"]
+        add(f"flag-{flag}-{value}", env, argv, 2, rf"{flag}: {rule}")
+    add("check-cmd-double-fork-orphan", processes,
+        ["compare", SCENARIO, "--check-cmd", f"{sys.executable} d.py", "--json"], 0,
+        files={"d.py": DOUBLE_FORK}, stdout=_orphan_gone)
 
 
 def _no_raw_controls(stdout: str) -> None:
@@ -665,6 +768,7 @@ def test_corpus_counts() -> None:
         "text that breaks output",
         "silently wrong",
         "loops without a floor",
+        "processes",
         "the Python API",
     }
     assert sum(counts.values()) >= 150, counts

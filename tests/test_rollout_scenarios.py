@@ -130,7 +130,7 @@ def test_unknown_rollout_scenario_is_bad_input() -> None:
 
 def test_out_of_range_override_names_field_and_rule() -> None:
     """A --set value out of range raises BadInput naming the field path."""
-    with pytest.raises(BadInput, match=r"balancer\.interval_s: input should be greater than 0"):
+    with pytest.raises(BadInput, match=r"balancer\.interval_s: must be at least 0\.1 s"):
         load("fixed", ["balancer.interval_s=0"])
     with pytest.raises(BadInput, match=r"deploy\.start_max_s: .*at least start_min_s"):
         load("fixed", ["deploy.start_max_s=1"])

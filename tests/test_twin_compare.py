@@ -78,10 +78,10 @@ def test_check_http_timestamp_catches_every_seed(capsys: pytest.CaptureFixture[s
     code, doc, _ = _compare(capsys, "sept25-crash-loop", "--check-http",
                             str(DEPLOY / "timestamp.sh"), "--runs", "3", *FAST)
     assert code == 0
-    assert doc["summary"] == {"http:timestamp.sh": {
+    assert doc["summary"] == {"http-timestamp": {
         "caught": 3, "missed": 0, "passed": 0, "false_alarm": 0, "blind": 0, "undecided": 0,
         "error": 0}}
-    rows = _results(doc, "http:timestamp.sh")
+    rows = _results(doc, "http-timestamp")
     assert [r["rollback"] for r in rows] == ["restored"] * 3
     assert [r["site"]["down_s"] for r in rows] == [0.0] * 3
     assert all(r["reason"].startswith("exit 1: timestamp:") for r in rows)
@@ -92,7 +92,7 @@ def test_deploy_cmd_timestamp_is_caught_and_restores(capsys: pytest.CaptureFixtu
     code, doc, _ = _compare(capsys, "sept25-crash-loop", "--deploy-cmd",
                             str(DEPLOY / "timestamp.sh"), *FAST)
     assert code == 0
-    [row] = _results(doc, "deploy:timestamp.sh")
+    [row] = _results(doc, "deploy-timestamp")
     assert (row["outcome"], row["verdict"], row["rollback"]) == ("caught", "fail", "restored")
     # The looks it took saw its own update to the release, then its rollback.
     images = [m["image"] for look in row["looks"] for m in look["machines"]]
@@ -109,8 +109,8 @@ def test_healthy_release_every_example_passes(capsys: pytest.CaptureFixture[str]
         "--deploy-cmd", str(DEPLOY / "timestamp.sh"), "--deploy-cmd", str(DEPLOY / "count.sh"))
     assert code == 0
     assert {name: counts["passed"] for name, counts in doc["summary"].items()} == {
-        "http:check-timestamp.sh": 1, "http:check-count.sh": 1,
-        "deploy:timestamp.sh": 1, "deploy:count.sh": 1}
+        "http-check-timestamp": 1, "http-check-count": 1,
+        "deploy-timestamp": 1, "deploy-count": 1}
     assert {r["rollback"] for run in doc["runs"] for r in run["results"]} == {None}
 
 
@@ -122,7 +122,7 @@ def test_check_http_row_sits_beside_the_builtin_checks(capsys: pytest.CaptureFix
     [run] = doc["runs"]
     assert run["release_bad"] is True
     assert [(r["check"], r["outcome"]) for r in run["results"]] == [
-        ("count", "missed"), ("http:check-timestamp.sh", "caught")]
+        ("count", "missed"), ("http-check-timestamp", "caught")]
 
 
 def test_record_replays_the_process_looks(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -131,10 +131,10 @@ def test_record_replays_the_process_looks(capsys: pytest.CaptureFixture[str], tm
     code, doc, _ = _compare(capsys, "sept25-crash-loop", "--check-http",
                             str(DEPLOY / "check-timestamp.sh"), "--record", str(recording), *FAST)
     assert code == 0
-    [row] = _results(doc, "http:check-timestamp.sh")
+    [row] = _results(doc, "http-check-timestamp")
     lines = recording.read_text().splitlines()
     assert len(lines) == len(row["looks"]) >= 3
-    assert {json.loads(line)["run"] for line in lines} == {"http:check-timestamp.sh/seed=1"}
+    assert {json.loads(line)["run"] for line in lines} == {"http-check-timestamp/seed=1"}
     assert main(["replay", str(recording), "--check", "timestamp", "--json"]) == 0
     [replayed] = json.loads(capsys.readouterr().out)["results"]
     assert replayed["verdict"] == "fail"
@@ -142,7 +142,7 @@ def test_record_replays_the_process_looks(capsys: pytest.CaptureFixture[str], tm
 
 def test_world_runs_on_the_wall_clock_only_while_the_process_runs() -> None:
     """A run lasts about as long as its process, and the decision lands at speed × its wall time."""
-    step = ProcessStep(CHECK_HTTP, ("sleep", "0.5"), "http:sleep", 10.0, 20.0)
+    step = ProcessStep(CHECK_HTTP, ("sleep", "0.5"), "http-sleep", 10.0, 20.0)
     result = step(load("healthy-release"), 1)
     [timing] = step.timings
     assert 0.5 <= timing.command_s < 1.5
@@ -163,7 +163,7 @@ def test_hanging_process_is_an_error_within_the_limit_and_leaves_nothing(
                             "--http-timeout", "1", *FAST)
     assert time.monotonic() - began < 6
     assert code == 0
-    [row] = _results(doc, "http:hang.sh")
+    [row] = _results(doc, "http-hang")
     assert row["outcome"] == "error"
     assert row["reason"].startswith("did not exit within 1 s of wall time (--http-timeout)")
     assert _group_members(int(pidfile.read_text())) == []
@@ -177,7 +177,7 @@ def test_process_left_running_by_an_exited_command_is_killed(
     script = _script(tmp_path, "leaves.sh", f"echo $$ > {pidfile}\nsleep 300 &\nexit 0\n")
     code, doc, _ = _compare(capsys, "healthy-release", "--check-http", str(script), *FAST)
     assert code == 0
-    assert _results(doc, "http:leaves.sh")[0]["outcome"] == "passed"
+    assert _results(doc, "http-leaves")[0]["outcome"] == "passed"
     assert _group_members(int(pidfile.read_text())) == []
 
 
@@ -210,7 +210,7 @@ def test_process_killed_by_a_signal_is_an_error(
     """A process that dies by a signal: outcome error, the signal named."""
     script = _script(tmp_path, "dies.sh", "kill -KILL $$\n")
     _, doc, _ = _compare(capsys, "healthy-release", "--check-http", str(script), *FAST)
-    [row] = _results(doc, "http:dies.sh")
+    [row] = _results(doc, "http-dies")
     assert (row["outcome"], row["reason"]) == ("error", "was killed by signal SIGKILL")
 
 
@@ -220,7 +220,7 @@ def test_deploy_cmd_that_never_updates_is_an_error(
     """A deploy step that exits 0 without updating a machine has decided nothing: error, said why."""
     script = _script(tmp_path, "noop.sh", "exit 0\n")
     _, doc, _ = _compare(capsys, "healthy-release", "--deploy-cmd", str(script), *FAST)
-    [row] = _results(doc, "deploy:noop.sh")
+    [row] = _results(doc, "deploy-noop")
     assert row["outcome"] == "error"
     assert row["reason"].startswith("never updated a machine to the release image")
 
@@ -231,7 +231,7 @@ def test_check_http_gets_the_api_and_no_image(tmp_path: Path) -> None:
     script = _script(tmp_path, "env.sh", f"env > {out}\n")
     os.environ["FLY_IMAGE_REF"] = "from-the-shell"
     try:
-        step = ProcessStep(CHECK_HTTP, (str(script),), "http:env.sh", 10.0, 20.0)
+        step = ProcessStep(CHECK_HTTP, (str(script),), "http-env", 10.0, 20.0)
         step(load("healthy-release"), 1)
     finally:
         del os.environ["FLY_IMAGE_REF"]
@@ -240,7 +240,7 @@ def test_check_http_gets_the_api_and_no_image(tmp_path: Path) -> None:
     assert seen["FLY_APP_NAME"] == "healthy-release"
     assert seen["FLY_API_TOKEN"]
     assert "FLY_IMAGE_REF" not in seen
-    deploy = ProcessStep(DEPLOY_CMD, (str(script),), "deploy:env.sh", 10.0, 20.0)
+    deploy = ProcessStep(DEPLOY_CMD, (str(script),), "deploy-env", 10.0, 20.0)
     deploy(load("healthy-release"), 1)
     seen = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
     assert seen["FLY_IMAGE_REF"] == "registry.fly.io/app:release"
@@ -255,7 +255,7 @@ def test_check_http_gets_the_api_and_no_image(tmp_path: Path) -> None:
     (["--check-http", "'unclosed"], "cannot split it into words"),
     (["--check-http", "true", "--http-timeout", "0"], "--http-timeout: must be"),
     (["--check-http", "true", "--speed", "0"], "--speed: must be more than 0"),
-    (["--check-http", "true", "--check-http", "/bin/true"], "another row is named 'http:true'"),
+    (["--check-http", "true", "--check-http", "/bin/true"], "another row is named 'http-true'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,

@@ -13,7 +13,13 @@ from typing import Any
 from platform_testbed.checks.model import Look
 from platform_testbed.checks.protocol import Step
 from platform_testbed.sim.checkcmd.child import Child, ExternalCheckError
-from platform_testbed.sim.checkcmd.wire import AnswerError, look_to_api, parse_answer, request_line, shorten
+from platform_testbed.sim.checkcmd.wire import (
+    AnswerError,
+    look_to_api,
+    read_answer,
+    request_line,
+    shorten,
+)
 
 #: Per-call limit on one answer (assumed: generous for a check that only does arithmetic,
 #: yet short enough that a hung child costs one run seconds, not minutes).
@@ -84,6 +90,10 @@ class CommandCheck:
         self._run_publish_ms: int | None = None
         self._looks: list[Look] = []
         self._looks_json: list[str] = []
+        # What the running child was told: offered the incremental mode, took it, and the
+        # run and number of its looks its last request brought it up to.
+        self._offered = self._incremental = False
+        self._child_run, self._child_sent = "", 0
         _LIVE.add(self)
 
     @property
@@ -98,7 +108,9 @@ class CommandCheck:
             or len(looks) < len(fed)
             or publish_started_ms != self._run_publish_ms
             # A driver may rebuild equal looks each call (parsed JSON): still the same run.
-            or any(a is not b and a != b for a, b in zip(fed, looks, strict=False))
+            # The first and the newest fed look are compared, not every one: comparing all
+            # made a run of n looks cost n^2 / 2 comparisons (the drivers only ever append).
+            or (bool(fed) and (_differ(fed[0], looks[0]) or _differ(fed[-1], looks[len(fed) - 1])))
         )
         if new:
             self._runs += 1
@@ -109,21 +121,43 @@ class CommandCheck:
             self._looks.append(look)
             self._looks_json.append(json.dumps(look_to_api(look), separators=(",", ":")))
 
+    def _request(self, publish_started_ms: int) -> tuple[str, bool]:
+        """The request for the running child, and whether it offers the incremental mode.
+
+        A new process is offered the mode in its first request, which carries every look
+        of the run; once it opted in, a request carries only the looks it was not sent.
+        """
+        offer = not self._offered
+        if self._incremental and self._child_run == self._run:
+            start = self._child_sent
+            line = request_line(self._run, publish_started_ms, self._looks_json[start:],
+                                self._options_json, looks_from=start)
+        else:
+            line = request_line(self._run, publish_started_ms, self._looks_json,
+                                self._options_json, looks_from=0 if self._incremental else None,
+                                offer=offer)
+        return line, offer
+
     def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
         """Ask the child for the next step; ``ExternalCheckError`` if it cannot give one."""
         self._start_run_if_new(publish_started_ms, looks)
-        line = request_line(self._run, publish_started_ms, self._looks_json, self._options_json)
         try:
             if self._child is None:
                 try:
                     self._child = Child(self.argv)
                 except OSError as error:
                     raise ExternalCheckError(f"cannot start ({error.strerror or error})") from None
+                self._offered = self._incremental = False
+            line, offer = self._request(publish_started_ms)
             answer = self._child.exchange(line, self.timeout_s)
             try:
-                return parse_answer(answer)
+                step, opted = read_answer(answer, offered=offer)
             except AnswerError as error:
                 raise ExternalCheckError(f"answered {shorten(answer)}: {error}") from None
+            if offer:
+                self._offered, self._incremental = True, opted
+            self._child_run, self._child_sent = self._run, len(self._looks)
+            return step
         except ExternalCheckError as error:
             where = f"{self.name} ({shlex.join(self.argv)}), {self._run} after {len(looks)} look(s)"
             tail = self._child.stderr_tail() if self._child is not None else ""
@@ -135,6 +169,11 @@ class CommandCheck:
             # still answer this request, so it must not serve the next one.
             self._stop(grace_s=0)
             raise
+
+    @property
+    def incremental(self) -> bool:
+        """Whether the running child took the incremental mode (docs/check-protocol.md)."""
+        return self._incremental
 
     def _stop(self, grace_s: float) -> None:
         if self._child is not None:
@@ -156,6 +195,10 @@ class CommandCheck:
 
     def __repr__(self) -> str:
         return f"CommandCheck({shlex.join(self.argv)!r}, name={self.name!r})"
+
+
+def _differ(a: Look, b: Look) -> bool:
+    return a is not b and a != b
 
 
 def close_all() -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import itertools
 import os
 import selectors
 import signal
 import subprocess
+import sys
 import time
 import weakref
 from collections.abc import Sequence
@@ -53,13 +56,94 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def _kill(proc: subprocess.Popen[bytes], seen: list[int]) -> None:
+#: The variable every check process starts with, naming it: a process it left behind
+#: whose own parent has exited is adopted by this one (a subreaper) and known by it.
+MARK_ENV = "TESTBED_CHECK_PROCESS"
+#: prctl's option (linux/prctl.h): orphans below this process are reparented to it, not
+#: to init, so the ones a check command left are still ours to find and kill.
+PR_SET_CHILD_SUBREAPER = 36
+_marks = itertools.count(1)
+#: Check processes running now: this process is a subreaper while there is one.
+_running: list[int] = [0]
+
+
+def _subreaper(on: bool) -> bool:
+    """Make this process a child subreaper, or stop being one (Linux; elsewhere False)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def adopted(mark: str) -> list[int]:
+    """This process's children that carry ``mark``: left behind by a check command whose
+    process between them has exited (a double fork, with or without ``setsid``)."""
+    me, found, wanted = os.getpid(), [], f"{MARK_ENV}={mark}".encode()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                if int(handle.read().rsplit(b")", 1)[1].split()[1]) != me:
+                    continue
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                if wanted in handle.read().split(b"\0"):
+                    found.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue  # gone, a zombie (no environ), or not ours to read
+    return found
+
+
+def _parent_and_state(pid: int) -> tuple[int, str] | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(fields[1]), fields[0].decode()
+
+
+def _reap(orphans: Sequence[int], others: Sequence[int]) -> None:
+    """Reap what came to this process: the adopted ``orphans`` (killed, ours: wait for
+    each), and any of ``others`` (killed while below the child) that the child's death
+    handed to us as a zombie. Only a zombie whose parent is us is waited for: a pid the
+    child had reaped itself may since belong to another process."""
+    me = os.getpid()
+    for pid in orphans:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    deadline = time.monotonic() + 0.5  # SIGKILL takes effect within microseconds
+    left = set(others) - set(orphans)
+    while left and time.monotonic() < deadline:
+        for pid in sorted(left):
+            seen = _parent_and_state(pid)
+            if seen is None or seen[0] != me:
+                left.discard(pid)  # gone, or reaped by the child, or someone else's
+            elif seen[1] == "Z":
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+                left.discard(pid)
+        if left:
+            time.sleep(0.001)
+
+
+def _kill(proc: subprocess.Popen[bytes], seen: list[int], mark: str = "") -> None:
     """Kill the child, everything in its session and everything below it; reap the child.
 
     ``seen``: processes found below the child earlier (``Child.close`` looks before it lets
-    the child exit: an orphan is no longer below it).
+    the child exit: an orphan is no longer below it). ``mark``: the child's ``MARK_ENV``,
+    by which the orphans this process adopted from it are found.
     """
     below = [*seen, *(descendants(proc.pid) if proc.poll() is None else [])]
+    orphans = adopted(mark) if mark else []
+    below += [p for o in orphans for p in descendants(o)] + orphans
     # First those below (some may have called setsid: a group of their own), while the
     # child lives: an unreaped pid cannot be reused by another process in the meantime.
     for pid in below:
@@ -73,16 +157,38 @@ def _kill(proc: subprocess.Popen[bytes], seen: list[int]) -> None:
     for stream in (proc.stdin, proc.stdout, proc.stderr):
         if stream is not None:
             stream.close()
+    if mark:
+        # Whatever the child's death orphaned came to us: kill it too, then reap them all.
+        later = adopted(mark)
+        for pid in [p for o in later for p in descendants(o)] + later:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        _reap([*orphans, *later], below)
+        _running[0] -= 1
+        if _running[0] == 0:
+            _subreaper(False)
 
 
 class Child:
     """One running command: write a line, read a line, within a deadline; keep stderr's tail."""
 
     def __init__(self, argv: Sequence[str]) -> None:
-        self.proc = subprocess.Popen(
-            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            bufsize=0, start_new_session=True,
-        )
+        # A subreaper before the child exists, so nothing it leaves can reach init first.
+        if _running[0] == 0:
+            _subreaper(True)
+        _running[0] += 1
+        self.mark = f"{os.getpid()}.{next(_marks)}"
+        try:
+            self.proc = subprocess.Popen(
+                list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, bufsize=0, start_new_session=True,
+                env={**os.environ, MARK_ENV: self.mark},
+            )
+        except BaseException:
+            _running[0] -= 1
+            if _running[0] == 0:
+                _subreaper(False)
+            raise
         assert self.proc.stdin
         assert self.proc.stdout
         assert self.proc.stderr
@@ -97,7 +203,7 @@ class Child:
         # Whatever happens to the CommandCheck (an exception, no close, interpreter exit),
         # the child is killed and reaped.
         self.below: list[int] = []
-        self.finalizer = weakref.finalize(self, _kill, self.proc, self.below)
+        self.finalizer = weakref.finalize(self, _kill, self.proc, self.below, self.mark)
 
     def _read_stderr(self) -> None:
         while self.stderr_open:

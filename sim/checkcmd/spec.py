@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shlex
 import shutil
 from collections.abc import Mapping, Sequence
@@ -19,7 +18,7 @@ from platform_testbed.sim.checkcmd.check import (
     split_command,
 )
 from platform_testbed.sim.checkcmd.wire import PROTOCOL, is_number
-from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.config.settings import BadInput, seconds_rule
 
 #: How check lists spell a command check, e.g. ``cmd:node examples/checks/timestamp.js``.
 SPEC_PREFIX = "cmd:"
@@ -56,9 +55,8 @@ def make_spec(command: str, name: str | None = None, timeout_s: float = DEFAULT_
         raise BadInput(f"{where} {command!r}: cannot split it into words ({error})") from None
     if shutil.which(argv[0]) is None:
         raise BadInput(f"{where} {command!r}: no program {argv[0]!r} (not found, or not executable)")
-    if not (math.isfinite(timeout_s) and 0 < timeout_s <= MAX_TIMEOUT_S):
-        raise BadInput(f"--check-cmd-timeout: must be a number of seconds > 0 and at most "
-                       f"{MAX_TIMEOUT_S:g} (got {timeout_s:g})")
+    seconds_rule("--check-cmd-timeout" if where == "--check-cmd" else f"{where} {command!r}: "
+                 "field 'timeout_s'", timeout_s, MAX_TIMEOUT_S)
     return CommandSpec(tuple(argv), name or derive_name(argv), timeout_s)
 
 

@@ -14,6 +14,11 @@ from platform_testbed.checks.protocol import Step
 
 #: The protocol version every request carries; a child should refuse one it does not know.
 PROTOCOL = 1
+#: The optional mode a process's first request offers (``"supports"``) and its answer may
+#: take (``"incremental": true``): from then on each request carries only the looks the
+#: process has not been sent in the run (``looks_from`` says where they start), so a run
+#: of n looks costs n requests of one look each, not n requests of up to n looks.
+INCREMENTAL = "incremental"
 
 
 class AnswerError(ValueError):
@@ -26,14 +31,22 @@ def look_to_api(look: Look) -> dict[str, Any]:
 
 
 def request_line(
-    run: str, publish_started_ms: int, looks_json: Sequence[str], options_json: str
+    run: str, publish_started_ms: int, looks_json: Sequence[str], options_json: str,
+    *, looks_from: int | None = None, offer: bool = False,
 ) -> str:
-    """One request (no newline) from the looks and options already encoded as JSON."""
-    head = json.dumps(
-        {"protocol": PROTOCOL, "run": run, "publish_started_ms": publish_started_ms},
-        separators=(",", ":"),
-    )
-    # Each look is encoded once per run and spliced in: a run's requests grow by one look.
+    """One request (no newline) from the looks and options already encoded as JSON.
+
+    ``looks_from``: an incremental request, whose ``looks`` start at that index of the run;
+    ``offer``: the process's first request, offering the incremental mode.
+    """
+    fields: dict[str, Any] = {"protocol": PROTOCOL, "run": run,
+                              "publish_started_ms": publish_started_ms}
+    if offer:
+        fields["supports"] = [INCREMENTAL]
+    if looks_from is not None:
+        fields["looks_from"] = looks_from
+    head = json.dumps(fields, separators=(",", ":"))
+    # Each look is encoded once per run and spliced in.
     return f'{head[:-1]},"options":{options_json},"looks":[{",".join(looks_json)}]}}'
 
 
@@ -67,12 +80,33 @@ _VERDICT_FIELDS = ("ok", "reason", "machine", "layer", "judged")
 
 def parse_answer(text: str) -> Step:
     """A ``Wait`` or ``Verdict`` from one answer line; ``AnswerError`` says what is wrong."""
+    return read_answer(text, offered=False)[0]
+
+
+def read_answer(text: str, offered: bool) -> tuple[Step, bool]:
+    """The step of one answer line, and whether it opts in to the incremental mode.
+
+    ``"incremental": true`` beside ``wait`` or ``verdict`` is allowed only in the answer to
+    a request that offered it (``offered``); anywhere else it is a protocol error.
+    """
     try:
         obj = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as error:
         raise AnswerError(f"not JSON ({error.msg} at column {error.colno})") from None
     if not isinstance(obj, dict):
         raise AnswerError("must be a JSON object with one field, 'wait' or 'verdict'")
+    opted = False
+    if INCREMENTAL in obj and offered:
+        opted = obj.pop(INCREMENTAL)
+        if opted is not True:
+            raise AnswerError(f"field {INCREMENTAL!r} must be true (or left out), got {shorten(opted)}")
+    elif INCREMENTAL in obj:
+        raise AnswerError(f"field {INCREMENTAL!r} belongs only in the answer to a process's "
+                          "first request, which offers it")
+    return _step(obj), opted
+
+
+def _step(obj: dict[str, Any]) -> Step:
     if sorted(obj) not in (["wait"], ["verdict"]):
         raise AnswerError(f"must have exactly one field, 'wait' or 'verdict' (got {sorted(obj)})")
     if "wait" in obj:

@@ -14,45 +14,43 @@ as an argument, and the wall-clock limit is a wrapper put around a user's check 
 from __future__ import annotations
 
 import argparse
-import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 from platform_testbed.checks import BUILTIN_CHECKS, Check, Look
 from platform_testbed.checks.drive import MAX_LOOKS, CheckFailed
 from platform_testbed.checks.protocol import Step
-from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.config.settings import (
+    CHECK_TIMEOUT_ENV,
+    MAX_CHECK_TIMEOUT_S,
+    MAX_LOOKS_ENV,
+    env_limit,
+    env_number,
+    seconds_rule,
+    whole_rule,
+)
 from platform_testbed.sim.runtime.signals import Overtime, alarm_usable, under_alarm
 
 #: Wall-clock seconds one call of a check's ``next`` may take. Assumed: every built-in
 #: answers a look in well under a millisecond, a thousand-machine look in under a second.
 LOOK_TIMEOUT_S = 10.0
 #: The environment a command line reads for a limit its flag does not give.
-TIMEOUT_ENV, LOOKS_ENV = "TESTBED_CHECK_TIMEOUT_S", "TESTBED_MAX_LOOKS"
+TIMEOUT_ENV, LOOKS_ENV = CHECK_TIMEOUT_ENV, MAX_LOOKS_ENV
 #: The classes that never get the wall-clock wrapper: they answer in microseconds, and two
 #: setitimer calls per look cost more than their answer (measured: ~8 % of the incident
 #: world's run). By class, not by module name: a user's module may be called anything.
 _BUILTIN_TYPES = frozenset(BUILTIN_CHECKS.values())
 
-_N = TypeVar("_N", int, float)
 
 
 def _timeout_rule(where: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BadInput(f"{where}: must be a number of seconds (got {value!r})")
-    if not math.isfinite(value):
-        raise BadInput(f"{where}: must be a finite number of seconds (got {value})")
-    if value <= 0:
-        raise BadInput(f"{where}: must be greater than 0 (got {value:g})")
+    seconds_rule(where, value, MAX_CHECK_TIMEOUT_S)
 
 
 def _looks_rule(where: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadInput(f"{where}: must be a whole number (got {value!r})")
-    if value < 1:
-        raise BadInput(f"{where}: must be at least 1 (got {value})")
+    whole_rule(where, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +120,8 @@ def add_check_limits(*parsers: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--check-timeout", type=float, metavar="SECONDS",
             help=f"wall-clock seconds a check may take to answer one look before its run "
-            f"ends as error (default {LOOK_TIMEOUT_S:g}; env {TIMEOUT_ENV})",
+            f"ends as error (default {LOOK_TIMEOUT_S:g}, at most {MAX_CHECK_TIMEOUT_S:,g}; "
+            f"env {TIMEOUT_ENV})",
         )
         parser.add_argument(
             "--max-looks", type=int, metavar="N",
@@ -137,31 +136,17 @@ def check_budget(
     """The command line's budget: each flag, else its environment variable, else the default.
 
     The door: a bad value is one line naming the flag or variable (exit 2), before any work.
+    Flag, variable and ``CheckBudget`` share one rule each (``sim.config.settings``:
+    ``seconds_rule`` up to ``MAX_CHECK_TIMEOUT_S``, ``whole_rule``).
     """
-    timeout, where = _given(getattr(args, "check_timeout", None), "--check-timeout",
-                            TIMEOUT_ENV, float, "a number of seconds", environ=environ)
+    timeout = getattr(args, "check_timeout", None)
     if timeout is None:
-        timeout = LOOK_TIMEOUT_S
+        timeout = env_number(TIMEOUT_ENV, LOOK_TIMEOUT_S, MAX_CHECK_TIMEOUT_S, environ)
     else:
-        _timeout_rule(where, timeout)
-    looks, where = _given(getattr(args, "max_looks", None), "--max-looks",
-                          LOOKS_ENV, int, "a whole number", environ=environ)
+        _timeout_rule("--check-timeout", timeout)
+    looks = getattr(args, "max_looks", None)
     if looks is None:
-        looks = MAX_LOOKS
+        looks = env_limit(LOOKS_ENV, MAX_LOOKS, environ)
     else:
-        _looks_rule(where, looks)
+        _looks_rule("--max-looks", looks)
     return CheckBudget(timeout, looks)
-
-
-def _given(
-    flag: _N | None, flag_name: str, env: str, parse: Callable[[str], _N], kind: str,
-    *, environ: Mapping[str, str],
-) -> tuple[_N | None, str]:
-    """The value the flag gives, else the environment's (parsed), and where it came from."""
-    text = environ.get(env)
-    if flag is not None or not text:
-        return flag, flag_name
-    try:
-        return parse(text), env
-    except ValueError:
-        raise BadInput(f"{env}: must be {kind} (got {text!r})") from None

@@ -129,15 +129,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     args.junit = junit.checked(args)
     names_asked = checkcmd.with_commands(args.check, args)
     steps = twinopts.steps(args)
+    twinopts.bound_wall(steps, args.runs, "run(s)")
     # A real process alone replaces the all-built-ins default, as a --check-cmd does.
     built = [] if steps and not names_asked else build_checks(
         names_asked, loaded.check, _options(args.check_opt))
     checks = [b.check for b in built]
     names = [b.setup.name for b in built]
     twinopts.check_against(steps, names, args)
+    rows = names + [s.name for s in steps]  # a process's row is expected as any check's
     for key in loaded.expect:
-        if key not in BUILTIN_CHECKS and key not in names:
-            raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)})")
+        if key not in BUILTIN_CHECKS and key not in rows:
+            raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)}; "
+                           f"running: {', '.join(rows)})")
     seed = loaded.seed if args.seed is None else args.seed
     first_seed(seed)
     recorder = Recorder(loaded.publish_started_ms, loaded.check.model_dump(), setups(built))
@@ -223,16 +226,23 @@ def cmd_checks(args: argparse.Namespace) -> int:
     asked = args.check or (list(BUILTIN_CHECKS) if args.check_cmd else [])
     names = checkcmd.with_commands(asked, args)
     extra = _options(args.check_opt)
+    shipped = scenario.shipped()
+    # --check-http/--deploy-cmd: a row each beside the checks', in every scenario's worlds.
+    steps = twinopts.steps(args)
+    twinopts.bound_wall(steps, len(shipped) * args.runs, "world(s)")
     rules: dict[str, str] = {}
-    for name in scenario.shipped():
+    for name in shipped:
         loaded = scenario.load(name)
         built = build_checks(names, loaded.check, extra)
+        twinopts.check_against(steps, [b.setup.name for b in built], args)
         reports.append(compare(loaded, [b.check for b in built],
                                range(loaded.seed, loaded.seed + args.runs), setups=setups(built),
-                               keep_runs=bool(args.junit), budget=budget,
+                               keep_runs=bool(args.junit), budget=budget, steps=steps,
                                runner=seed_runner(args, loaded, names, extra, budget)))
         rules = {b.setup.name: _rule(b.check) for b in built}
     rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
+    rules |= twinopts.rules(steps)  # and a process's rows: its command
+    twinopts.report_timings(steps)
     junit.write(args.junit, [junit.compare_suite(r, "checks") for r in reports])
     if args.json:
         summary = {

@@ -85,7 +85,9 @@ def add_gate_options(comp: argparse.ArgumentParser, expect: bool = True) -> None
         comp.add_argument(
             "--expect", action="append", default=[], metavar="CHECK=OUTCOME",
             help="every run of CHECK must end in OUTCOME, as the scenario's [expect] says it (and "
-            "replacing its entry for CHECK): exit 1 if one does not (repeatable)",
+            "replacing its entry for CHECK): exit 1 if one does not (repeatable); a "
+            "--check-http/--deploy-cmd row is named http-PROGRAM/deploy-PROGRAM, the program's "
+            "name without its extension (http-timestamp)",
         )
     comp.add_argument(
         "--fail-on", action="append", default=[], metavar="OUTCOME[,OUTCOME...]",
@@ -103,8 +105,13 @@ def expect_sets(items: list[str], outcomes: tuple[str, ...]) -> list[str]:
     sets = []
     for item in items:
         check, sep, outcome = (part.strip() for part in item.partition("="))
-        if not sep or not check or "." in check:
+        if not sep or not check:
             raise BadInput(f"--expect {item!r}: expected CHECK=OUTCOME")
+        if "." in check:
+            # It would become a deeper key of --set; no row is named so (a process's row
+            # is http-NAME or deploy-NAME: sim.cli.twinopts.row_name).
+            raise BadInput(f"--expect {item!r}: a check's name has no dot (a --check-http or "
+                           "--deploy-cmd row is named like http-timestamp)")
         if outcome not in outcomes:
             raise BadInput(f"--expect {item!r}: the outcome must be one of {', '.join(outcomes)}")
         sets.append(f"expect.{check}={outcome}")

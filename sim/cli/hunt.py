@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from platform_testbed.checks.drive import check_name
 from platform_testbed.sim import checkcmd
-from platform_testbed.sim.config.settings import BadInput, first_seed, seed_value
+from platform_testbed.sim.cli.checkopts import add_check_option
+from platform_testbed.sim.config.settings import BadInput, first_seed
 from platform_testbed.sim.runtime.signals import reraise_pending
 from platform_testbed.sim.show import junit
 
@@ -107,9 +108,8 @@ def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     # Appended, not stored: a second --check would otherwise replace the first in silence;
     # kept as a list, it is refused in _check_spec with the count.
-    parser.add_argument("--check", metavar="NAME", action="append", default=[],
-                        help="the check to hunt: a built-in name, package.module:name or "
-                        "path/to/file.py:name (or give one --check-cmd instead); exactly one")
+    add_check_option(parser, what="the check to hunt: a built-in name",
+                     note="or give one --check-cmd instead", how="exactly one")
     checkcmd.add_arguments(parser, single=True)
     parser.add_argument("--scenario", default=DEFAULT_SCENARIO,
                         help=f"the base world: a shipped name or a .toml path (default {DEFAULT_SCENARIO})")
@@ -180,7 +180,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     # Every input is checked before the search starts: a bad one costs no time.
     if not 1 <= args.budget <= MAX_BUDGET:
         raise BadInput(f"--budget: must be from 1 to {MAX_BUDGET:,} (got {args.budget})")
-    seed_value("--seed", first_seed(args.seed))  # the API's rule: 0 to 2**63 - 1
+    first_seed(args.seed)
     limits = check_budget(args)  # TESTBED_CHECK_TIMEOUT_S / TESTBED_MAX_LOOKS (hunt has no flags)
     try:
         base = scenario.load(args.scenario)

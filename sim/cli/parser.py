@@ -20,6 +20,7 @@ from platform_testbed.checks import BUILTIN_CHECKS
 from platform_testbed.sim import checkcmd
 from platform_testbed.sim.checkload.budget import add_check_limits
 from platform_testbed.sim.cli import completion, expect, twinopts
+from platform_testbed.sim.cli.checkopts import add_check_option
 from platform_testbed.sim.cli.compareopts import add_gate_options, add_output_options
 from platform_testbed.sim.cli.hunt import add_hunt_parser
 from platform_testbed.sim.cli.parsers import add_lint_timing_parser, add_rollout_parser, add_sweep_parser
@@ -154,12 +155,7 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 -- every subcomm
         epilog=PRECEDENCE,
     )
     comp.add_argument("scenario", help="a shipped scenario name (see `testbed list`) or a .toml path")
-    comp.add_argument(
-        "--check", action="append", default=[], metavar="NAME",
-        help=f"a built-in check ({', '.join(BUILTIN_CHECKS)}), package.module:name or "
-        "path/to/file.py:name; "
-        "repeat for several (default: all built-ins)",
-    )
+    add_check_option(comp, what=f"a built-in check ({', '.join(BUILTIN_CHECKS)})")
     comp.add_argument(
         "--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
         help="an option for every chosen check declaring KEY, built-in or yours, or for check "
@@ -177,7 +173,6 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 -- every subcomm
     add_gate_options(comp)
     _add_debug(comp)
     checkcmd.add_arguments(comp)
-    twinopts.add_arguments(comp)
     comp.set_defaults(handler=_command)
 
     rep = sub.add_parser(
@@ -200,12 +195,8 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 -- every subcomm
         "--publish-ms", type=int, metavar="MS",
         help="raw payload only: when the publish began (default: its newest launch/update event)",
     )
-    rep.add_argument(
-        "--check", action="append", default=[], metavar="NAME",
-        help="a built-in check, package.module:name or path/to/file.py:name (default: all "
-        "built-ins; a run "
-        "recorded by the simulator goes to the check that recorded it)",
-    )
+    add_check_option(rep, note="default: all built-ins; a run recorded by the simulator goes "
+                     "to the check that recorded it")
     rep.add_argument("--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
                      help="an option for every chosen check declaring KEY, or for check NAME "
                      "(repeatable; overrides the recording's check_options)")
@@ -223,11 +214,7 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 -- every subcomm
     )
     table.add_argument("--runs", type=int, default=10, metavar="N",
                        help="N seeds per scenario (default 10)")
-    table.add_argument(
-        "--check", action="append", default=[], metavar="NAME",
-        help="a built-in check, package.module:name or path/to/file.py:name (default: all "
-        "built-ins); repeatable",
-    )
+    add_check_option(table)
     table.add_argument("--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
                        help="an option for the checks declaring KEY (as in compare)")
     table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
@@ -236,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 -- every subcomm
     add_pool_options(comp, table)
     junit.add_argument(comp, rep, table)
     checkcmd.add_arguments(table)
+    twinopts.add_arguments(comp, table)  # checks: a row in every shipped scenario's worlds
     table.set_defaults(handler=_command)
 
     series = sub.add_parser(
@@ -245,8 +233,7 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 -- every subcomm
         "let go live that the reconciler failed later. Exit 1 if expect_late_failures fails.",
     )
     series.add_argument("series", help="a shipped series name (sept25-three-publishes) or a .toml path")
-    series.add_argument("--check", action="append", default=[],
-                        help="a check to run (repeatable; default: count and timestamp)")
+    add_check_option(series, note="default: count and timestamp")
     series.add_argument("--json", action="store_true", help="one JSON object on stdout")
     add_check_limits(series)
     series.set_defaults(handler=_command)

@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from platform_testbed.sim.checkload.budget import add_check_limits
+from platform_testbed.sim.cli import twinopts
 from platform_testbed.sim.cli.compareopts import add_gate_options
 from platform_testbed.sim.show import junit
 
@@ -59,6 +60,9 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
                         help="write to a device or through a symlink at --out/--heatmap/--junit, "
                         "or over the default out/NAME.csv")
     add_check_limits(parser)
+    # A process needs the twin and this machine's wall clock: one world at a time, here.
+    twinopts.add_arguments(parser, where="a row in every world; a sweep with one runs its worlds one "
+                           "at a time in this process (no --workers above 1, no --dask)")
     add_gate_options(parser, expect=False)
     junit.add_argument(parser)
     parser.set_defaults(handler=_sweep)

@@ -49,6 +49,10 @@ def seed_runner(args: argparse.Namespace, scenario: Scenario, names: Sequence[st
     """The pool ``compare`` runs ``args.runs`` seeds on (the budget goes with every task),
     or None to run them here."""
     check_workers(args)
+    if args.dask is not None:  # judged and reached before any world runs, as a sweep's
+        from platform_testbed.sim.runtime.scheduler import check_scheduler  # noqa: PLC0415
+
+        args.dask = check_scheduler(args.dask)
     workers = args.workers
     if args.dask is None and (workers == 1 or (workers is None and args.runs < POOLED_RUNS)):
         return None

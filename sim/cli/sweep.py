@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import (
@@ -21,11 +22,13 @@ from rich.table import Column
 from rich.text import Text
 
 from platform_testbed.sim.checkload.budget import CheckBudget, check_budget
+from platform_testbed.sim.cli import twinopts
 from platform_testbed.sim.cli.compareopts import fail_on, failed_on
 from platform_testbed.sim.cli.pool import MAX_WORKERS, WORKERS_ENV, check_workers
 from platform_testbed.sim.config.scenario import OUTCOMES
 from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.runtime.outputs import check_image
+from platform_testbed.sim.runtime.scheduler import check_scheduler
 from platform_testbed.sim.show import junit
 from platform_testbed.sim.sweep.file import Sweep, load_sweep
 from platform_testbed.sim.sweep.output import (
@@ -36,7 +39,10 @@ from platform_testbed.sim.sweep.output import (
     summary_table,
 )
 from platform_testbed.sim.sweep.run import run_sweep
-from platform_testbed.sim.sweep.units import Row
+from platform_testbed.sim.sweep.units import Row, check_names, with_steps
+
+if TYPE_CHECKING:
+    from platform_testbed.sim.twin.step import ProcessStep
 
 EXIT_OK, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 130
 __all__ = ["MAX_WORKERS", "WORKERS_ENV", "cmd_sweep", "sweep_progress"]
@@ -95,13 +101,34 @@ def sweep_progress(name: str, console: Console, disable: bool = False) -> Progre
     return Progress(*columns, console=console, disable=disable, expand=True)
 
 
+def _with_processes(sweep: Sweep, args: argparse.Namespace) -> tuple[Sweep, list[ProcessStep]]:
+    """The sweep with a row per --check-http/--deploy-cmd process, on one worker; BadInput first."""
+    steps = twinopts.steps(args)
+    if not steps:
+        return sweep, steps
+    # The twin serves on this machine and runs on its wall clock: one world at a time.
+    if args.dask:
+        raise BadInput(f"--dask: a sweep with --{steps[0].mode} runs here, one world at a "
+                       "time (its processes need this machine's wall clock)")
+    if args.workers is not None and args.workers > 1:
+        raise BadInput(f"--workers {args.workers}: a sweep with --{steps[0].mode} runs one "
+                       "world at a time (give --workers 1, or leave it out)")
+    twinopts.bound_wall(steps, sweep.units, "world(s)")
+    twinopts.check_against(steps, list(check_names(sweep)), args)
+    args.workers = 1
+    return with_steps(sweep, steps), steps
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run a sweep file; write its rows; print the summary."""
     budget = check_budget(args)  # handed to every task: a pool's workers get it with the work
     sweep = load_sweep(args.sweep)
     check_workers(args)
+    if args.dask is not None:  # judged and reached before any world (calibration) runs
+        args.dask = check_scheduler(args.dask)
     gate = fail_on(args.fail_on, OUTCOMES)
     args.junit = junit.checked(args)
+    sweep, steps = _with_processes(sweep, args)
     out = Path(args.out) if args.out else DEFAULT_OUT_DIR / f"{sweep.name}.csv"
     if not args.out and out.exists() and not args.force:
         raise BadInput(f"--out: {out} exists (a previous sweep's rows): name another --out, "
@@ -127,6 +154,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             check_image("--heatmap", path, args.force)
     errors = Console(stderr=True)
     result, kept = _run_to_file(args, sweep, out, errors, budget)
+    twinopts.report_timings(steps)
     # Here the file is in place, whole: every finished row (all of them, or with Ctrl-C
     # those finished before it). A SIGTERM or a second Ctrl-C left the previous file.
     names = tuple(dict.fromkeys(str(r["check"]) for r in kept))

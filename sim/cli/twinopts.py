@@ -8,41 +8,61 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import shlex
 import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.config.settings import BadInput, env_limit
 
 if TYPE_CHECKING:
     from platform_testbed.sim.twin.step import ProcessStep
 
-__all__ = ["DEFAULT_HTTP_TIMEOUT_S", "MAX_SPEED", "add_arguments", "steps"]
+__all__ = ["DEFAULT_HTTP_TIMEOUT_S", "MAX_SPEED", "MAX_WALL_S", "WALL_ENV", "add_arguments",
+           "bound_wall", "row_name", "steps"]
 
 #: The most wall seconds one run's process may take: the incident's check needs ~25 s at
 #: speed 1 (a start, two 10 s looks), a flyctl-style wait at most 60 s more.
 DEFAULT_HTTP_TIMEOUT_S = 120.0
 #: As ``testbed serve``'s cap: past it a world answers waits faster than curl starts.
 MAX_SPEED = 10_000.0
-#: The row's name: the mode, then the program (or the script an interpreter runs).
+#: The most wall time a command line's processes may take at worst (worlds x processes x
+#: --http-timeout): 6 h, the limit GitHub Actions puts on one job ("Each job in a workflow
+#: can run for up to 6 hours of execution time", docs.github.com, Actions usage limits),
+#: so a run refused here is one a CI job would have been killed in. Raise it with WALL_ENV.
+MAX_WALL_S, WALL_ENV = 6 * 3600, "TESTBED_MAX_PROCESS_WALL_S"
+#: The row's name: the mode's word, a hyphen, then the program's name (or the script's an
+#: interpreter runs) without its extension, every other character than A-Z a-z 0-9 _ - as
+#: "-": ``examples/deploy/timestamp.sh`` as --check-http is ``http-timestamp``. So the
+#: name is a bare TOML key and one part of a dotted key, as ``[expect]``, ``--expect
+#: NAME=OUTCOME`` and ``--set expect.NAME=OUTCOME`` need it (a dot would split the key).
 _PREFIX = {"check-http": "http", "deploy-cmd": "deploy"}
+_NOT_IN_A_KEY = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--check-http``, ``--deploy-cmd``, ``--http-timeout`` and ``--speed``."""
+def add_arguments(*parsers: argparse.ArgumentParser, where: str = "") -> None:
+    """Add ``--check-http``, ``--deploy-cmd``, ``--http-timeout`` and ``--speed`` to each parser.
+
+    ``where``: a sentence the two commands' help adds (how this command runs them).
+    """
+    for parser in parsers:
+        _add(parser, f"; {where}" if where else "")
+
+
+def _add(parser: argparse.ArgumentParser, note: str) -> None:
     parser.add_argument(
         "--check-http", action="append", default=[], metavar="COMMAND",
         help="a real process as a check: the testbed publishes, COMMAND judges over Fly's "
         "Machines API (FLY_API_HOSTNAME, FLY_API_TOKEN, FLY_APP_NAME); exit 0 = live, else "
-        "failed, and the pipeline rolls back; repeatable",
+        f"failed, and the pipeline rolls back; repeatable{note}",
     )
     parser.add_argument(
         "--deploy-cmd", action="append", default=[], metavar="COMMAND",
         help="a real deploy step: COMMAND updates the machines to FLY_IMAGE_REF, judges, and "
         "rolls back to FLY_PREVIOUS_IMAGE_REF if it decides to; the testbed only observes; "
-        "repeatable",
+        f"repeatable{note}",
     )
     parser.add_argument(
         "--http-timeout", type=float, default=DEFAULT_HTTP_TIMEOUT_S, metavar="SECONDS",
@@ -72,12 +92,31 @@ def steps(args: argparse.Namespace) -> list[ProcessStep]:
     made: list[ProcessStep] = []
     for mode, command in commands:
         argv = _argv(mode, command)
-        name = f"{_PREFIX[mode]}:{_program(argv)}"
+        name = row_name(mode, argv)
         if any(s.name == name for s in made):
             raise BadInput(f"--{mode} {command!r}: another row is named {name!r} (one command "
                            "per program and mode)")
         made.append(ProcessStep(mode, tuple(argv), name, timeout, speed))
     return made
+
+
+def bound_wall(made: list[ProcessStep], worlds: int, what: str) -> None:
+    """BadInput, before any world runs, if ``worlds`` worlds of these processes may pass ``MAX_WALL_S``.
+
+    Each process runs once per world for at most --http-timeout of wall time (killed then),
+    so the worst case is worlds x processes x --http-timeout; ``what`` names the worlds.
+    """
+    if not made:
+        return
+    limit = env_limit(WALL_ENV, MAX_WALL_S)
+    timeout = made[0].timeout_s
+    worst = worlds * len(made) * timeout
+    if worst > limit:
+        raise BadInput(
+            f"--{made[0].mode}: {worlds:,} {what} x {len(made)} process(es) x --http-timeout "
+            f"{timeout:g} s = up to {worst / 3600:,.1f} h of wall time, past the limit of "
+            f"{limit:,} s ({limit / 3600:g} h; {WALL_ENV} raises it): fewer worlds or a shorter "
+            "--http-timeout")
 
 
 def _argv(mode: str, command: str) -> list[str]:
@@ -99,6 +138,11 @@ def _argv(mode: str, command: str) -> list[str]:
     return argv
 
 
+def row_name(mode: str, argv: list[str]) -> str:
+    """The row's name (``_PREFIX``): ``http-timestamp`` for ``--check-http examples/deploy/timestamp.sh``."""
+    return f"{_PREFIX[mode]}-{_NOT_IN_A_KEY.sub('-', Path(_program(argv)).stem)}"
+
+
 def _program(argv: list[str]) -> str:
     """The program's name, or the script an interpreter (sh, bash, python3, node) runs."""
     name = Path(argv[0]).name
@@ -112,9 +156,17 @@ def check_against(made: list[ProcessStep], names: list[str], args: argparse.Name
     for step in made:
         if step.name in names:
             raise BadInput(f"--{step.mode}: a check is also named {step.name!r}")
-    if made and args.timeline and not names:
+    if made and getattr(args, "timeline", None) and not names:
         raise BadInput("--timeline: draws the simulated checks' runs; add a --check beside "
                        "--check-http/--deploy-cmd")
+
+
+def rules(made: list[ProcessStep]) -> dict[str, str]:
+    """A one-line rule for each process row (``testbed checks``): its mode and command."""
+    said = {"check-http": "judges the testbed's publish over the Machines API",
+            "deploy-cmd": "deploys, judges and rolls back over the Machines API"}
+    return {s.name: f"the command `{shlex.join(s.argv)}` ({said[s.mode]}; exit 0 = live)"
+            for s in made}
 
 
 def report_timings(made: list[ProcessStep]) -> None:

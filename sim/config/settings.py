@@ -198,42 +198,82 @@ def _read_at_most(handle: Any, size: int) -> bytes:
 ENV_CEILING = 10**15
 
 
-def env_limit(name: str, default: int) -> int:
+def whole_rule(where: str, value: object, most: int = ENV_CEILING) -> int:
+    """The rule of every count limit, wherever it is given: a whole number from 1 to ``most``.
+
+    A bool is not a number here (``True`` is not one look); numpy's ints are. BadInput
+    names ``where`` (a flag, a variable or a parameter) and the rule.
+    """
+    if isinstance(value, bool) or not isinstance(value, Integral) or not 1 <= int(value) <= most:
+        raise BadInput(f"{where}: must be a whole number from 1 to {most:,} (got {value!r})")
+    return int(value)
+
+
+def seconds_rule(where: str, value: object, most: float) -> float:
+    """The rule of every timeout and floor, wherever it is given: a finite number of seconds
+    greater than 0 and at most ``most``.
+
+    ``nan`` would switch a floor off (every comparison with it is false) and a huge one
+    (``1e300``) overflows the timer that enforces a timeout: both refused, by this one rule.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not _seconds(value, most):
+        raise BadInput(f"{where}: {seconds_text(most)} (got {value!r})")
+    return float(value)
+
+
+def _seconds(value: float, most: float) -> bool:
+    return math.isfinite(value) and 0 < value <= most
+
+
+def seconds_text(most: float) -> str:
+    """The seconds rule as words, for messages and help."""
+    return f"must be a number of seconds greater than 0 and at most {most:,g}"
+
+
+def env_limit(name: str, default: int, environ: Mapping[str, str] = os.environ) -> int:
     """A documented upper limit, raised (or lowered) by the environment variable ``name``.
 
-    The rule: a whole number from 1 to ``ENV_CEILING`` (``_`` separators allowed); anything
+    The rule: ``whole_rule`` (1 to ``ENV_CEILING``, ``_`` separators allowed); anything
     else (``nan``, ``abc``, ``-1``, ``²``) is BadInput naming the variable and the rule.
     """
-    text = os.environ.get(name)
+    text = environ.get(name)
     if text is None or not text.strip():
         return default
     digits = text.strip().replace("_", "")
     # ASCII only: "²".isdigit() is true but int("²") fails, and int() reads "٣" as 3.
-    if not (digits.isascii() and digits.isdigit()):
-        raise BadInput(f"{name}: must be a whole number from 1 to {ENV_CEILING:,} (got {text!r})")
-    value = int(digits)
-    if not 1 <= value <= ENV_CEILING:
+    value = int(digits) if digits.isascii() and digits.isdigit() else 0
+    if not 1 <= value <= ENV_CEILING:  # whole_rule's range, with the text as it was written
         raise BadInput(f"{name}: must be a whole number from 1 to {ENV_CEILING:,} (got {text!r})")
     return value
 
 
-def env_number(name: str, default: float, most: float) -> float:
+def env_number(name: str, default: float, most: float,
+               environ: Mapping[str, str] = os.environ) -> float:
     """A documented floor or timeout from the environment variable ``name``.
 
-    The rule: a finite number greater than 0 and at most ``most``; ``nan`` (which would
-    switch a floor off: every comparison with it is false), ``-1`` or ``abc`` is BadInput.
+    The rule: ``seconds_rule`` with ``most``; ``nan``, ``-1`` or ``abc`` is BadInput.
     """
-    text = os.environ.get(name)
+    text = environ.get(name)
     if text is None or not text.strip():
         return default
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and 0 < value <= most):
-        raise BadInput(f"{name}: must be a number greater than 0 and at most {most:g} "
-                       f"(got {text!r})")
+    if not _seconds(value, most):  # seconds_rule, with the text as it was written
+        raise BadInput(f"{name}: {seconds_text(most)} (got {text!r})")
     return value
+
+
+#: A user's check's per-look wall-clock timeout, by ``--check-timeout``, by
+#: ``TESTBED_CHECK_TIMEOUT_S`` or by ``CheckBudget(timeout_s=...)``: the one rule is
+#: ``seconds_rule`` with this bound (a day: no run that ends waits longer for one answer,
+#: and ``1e300`` overflowed the interval timer at every look).
+CHECK_TIMEOUT_ENV = "TESTBED_CHECK_TIMEOUT_S"
+MAX_CHECK_TIMEOUT_S = 86_400.0
+#: Looks a check may ask for without a verdict, by ``--max-looks``, ``TESTBED_MAX_LOOKS`` or
+#: ``CheckBudget(max_looks=...)``: the one rule is ``whole_rule`` (1 to ``ENV_CEILING``).
+MAX_LOOKS_ENV = "TESTBED_MAX_LOOKS"
 
 
 #: Every limit the environment may set, with its default, checked at each door before
@@ -243,11 +283,12 @@ _WHOLE_ENV = {
     "TESTBED_MAX_RUNS": 1,
     "TESTBED_MAX_SWEEP_POINTS": 1,
     "TESTBED_MAX_WORKERS": 1,
-    "TESTBED_MAX_LOOKS": 1,
+    MAX_LOOKS_ENV: 1,
+    "TESTBED_MAX_ROLLOUT_EVENTS": 1,
 }
 #: The floats: the crash-period floor (at most a minute: a floor above that refuses the
 #: shipped worlds) and a user check's per-look timeout (at most a day).
-_NUMBER_ENV = {"TESTBED_MIN_PERIOD_S": 60.0, "TESTBED_CHECK_TIMEOUT_S": 86_400.0}
+_NUMBER_ENV = {"TESTBED_MIN_PERIOD_S": 60.0, CHECK_TIMEOUT_ENV: MAX_CHECK_TIMEOUT_S}
 #: The widest COLUMNS a table is drawn at: wider is a mistake, not a terminal.
 MAX_COLUMNS = 10_000
 
@@ -293,10 +334,10 @@ def at_most(option: str, value: int, limit: int, env: str | None = None) -> None
 
 
 def first_seed(value: int) -> int:
-    """The command line's ``--seed``: 0 or more (compare, hunt and rollout alike)."""
+    """The command line's ``--seed``: 0 or more, at most MAX_SEED (compare, hunt, rollout, serve alike)."""
     if value < 0:
         raise BadInput(f"--seed: must be 0 or more (got {value})")
-    return value
+    return seed_value("--seed", value)  # the API's upper bound, stated once below
 
 
 #: The largest seed: a run's seed is a row of the ``to_pandas()`` tables, whose ``seed``

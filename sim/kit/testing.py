@@ -16,6 +16,7 @@ import simpy
 
 from platform_testbed.checks import Check, Event, Look, MachineSnapshot, Verdict
 from platform_testbed.checks.drive import drive as drive_check
+from platform_testbed.checks.model import to_ms, to_s
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE
 from platform_testbed.sim.config.scenario import (
     AppTable,
@@ -97,7 +98,7 @@ def drive(
     try:
         wait = next(steps)
         while True:
-            now += round(wait * 1000)
+            now += to_ms(wait)
             if until_ms is not None and now > until_ms:
                 return None, looks
             looks.append(observe(now))
@@ -167,8 +168,8 @@ class App:
             event_log_cap=self.cap,
             restart_policy=policy,
             max_retries=self.max_retries if self.max_retries is not None else 0,
-            restart_delay_s=self.restart_delay_ms / 1000,
-            boot_s=self.boot_ms / 1000,
+            restart_delay_s=to_s(self.restart_delay_ms),
+            boot_s=to_s(self.boot_ms),
             jitter=self.jitter,
             epoch_ms=0,
             restart_counter=self.restart_counter,
@@ -182,12 +183,12 @@ class App:
         if self.crash_on_boot and not self.oom:
             return AppTable(
                 behavior="crash_on_boot",
-                crash_on_boot_s=self.crash_after_ms / 1000,
+                crash_on_boot_s=to_s(self.crash_after_ms),
                 exit_code=self.exit_code,
             )
         return AppTable(
             behavior="oom" if self.oom else "crash_after",
-            crash_after_s=self.crash_after_ms / 1000,
+            crash_after_s=to_s(self.crash_after_ms),
             exit_code=self.exit_code,
         )
 
@@ -204,12 +205,12 @@ class App:
         previous = PreviousTable() if self.updated else None
         return Scenario(
             name="testkit",
-            horizon_s=PUBLISH_MS / 1000 + horizon_s,
+            horizon_s=to_s(PUBLISH_MS) + horizon_s,
             platform=self.platform(),
             previous=previous,
             release=ReleaseTable(**self.release().model_dump(), machines=machines),
             check=check or CheckTable(),
-            publish=PublishTable(at_s=PUBLISH_MS / 1000),
+            publish=PublishTable(at_s=to_s(PUBLISH_MS)),
             traffic=TrafficTable(rps=0),
         )
 
@@ -221,10 +222,6 @@ class Step:
     event: Event
     state: str
     restarts: int
-
-
-def _ms(seconds: float) -> int:
-    return round(seconds * 1000)
 
 
 @dataclass(frozen=True)
@@ -292,7 +289,7 @@ def history(
     def counted(machine: Machine) -> None:
         # The machine raises its counter before it tells of the exit that restarts it.
         if not counters or counters[-1][1] != machine.restarts_total:
-            counters.append((_ms(env.now), machine.restarts_total))
+            counters.append((to_ms(env.now), machine.restarts_total))
 
     machine = Machine(env, machine_id, app.platform(), rng or random.Random(0), trace=True,
                       on_state=counted)
@@ -301,7 +298,7 @@ def history(
         release = Image("registry.fly.io/app:release", app.release())
         if app.updated:
             machine.launch(Image("registry.fly.io/app:previous", AppTable()))
-        yield env.timeout(PUBLISH_MS / 1000)
+        yield env.timeout(to_s(PUBLISH_MS))
         if app.updated:
             machine.update(release)
         else:
@@ -309,10 +306,10 @@ def history(
 
     env.process(publish())
     # Events at exactly the horizon are part of the history (a look may be taken then).
-    env.run(until=horizon_ms / 1000 + 1e-9)
+    env.run(until=to_s(horizon_ms) + 1e-9)
     assert machine.all_events is not None
     assert machine.history is not None
-    states = tuple((_ms(t), s) for t, s in machine.history)
+    states = tuple((to_ms(t), s) for t, s in machine.history)
     return MachineHistory(machine_id, app, tuple(machine.all_events), states, tuple(counters))
 
 
@@ -328,7 +325,7 @@ class World:
     def __repr__(self) -> str:
         apps = ", ".join(repr(m.app) for m in self.machines)
         seed = f", seed={self.seed}" if self.seed else ""
-        return f"world({apps}, horizon_s={(self.horizon_ms - PUBLISH_MS) / 1000:g}{seed})"
+        return f"world({apps}, horizon_s={to_s(self.horizon_ms - PUBLISH_MS):g}{seed})"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """Hypothesis (and IPython) print this repr, not every event of every machine."""
@@ -339,7 +336,7 @@ class World:
         apps = {m.app for m in self.machines}
         if len(apps) != 1:
             raise ValueError("a scenario runs one app on every machine; this world has several")
-        horizon_s = (self.horizon_ms - PUBLISH_MS) / 1000
+        horizon_s = to_s(self.horizon_ms - PUBLISH_MS)
         return self.machines[0].app.scenario(len(self.machines), horizon_s, check)
 
     def look(self, at_ms: int) -> Look:
@@ -359,7 +356,7 @@ def world(*apps: App, horizon_s: float = 600.0, seed: int = 0) -> World:
     in machine order as ``sim.publish.world.build`` splits it: a world of one app on
     every machine is the simulator's world of that seed.
     """
-    horizon_ms = PUBLISH_MS + round(horizon_s * 1000)
+    horizon_ms = PUBLISH_MS + to_ms(horizon_s)
     root = random.Random(seed)
     streams = [random.Random(root.getrandbits(64)) for _ in apps]
     return World(
@@ -402,7 +399,7 @@ def incident_looks(count: int, cap: int = 5) -> list[Look]:
     ]
     looks: list[Look] = []
     for k in range(count):
-        base = PUBLISH_MS + 1000 * k
+        base = PUBLISH_MS + to_ms(k)
         events.append(
             Event("exit", "stopped", base + 300, exit_code=1, restarting=True, restart_count=k)
         )

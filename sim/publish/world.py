@@ -201,8 +201,16 @@ def _roll(world: _World, launch_previous: bool) -> Generator[Any, Any, None]:
             machine.launch(world.release)
         else:
             machine.update(world.release, start=start_stopped)
+    after_roll(world)
+
+
+def after_roll(world: _World) -> None:
+    """A machine the roll left asleep is woken by the next request (``[traffic] autostart``).
+
+    ``_roll``'s last step, and the twin's after its own publish or a client's update.
+    """
     if world.scenario.traffic.autostart and any(m.state == "stopped" for m in world.machines):
-        _on_stopped(world)  # a machine left asleep is woken by the next request
+        _on_stopped(world)
 
 
 def _publish(

@@ -31,6 +31,20 @@ DAY_S = 86_400.0
 #: The shortest watchdog interval (seconds). Assumed: no self-healing job polls faster than
 #: every 10 ms; microsecond intervals make a run's events grow without useful bound.
 MIN_WATCHDOG_INTERVAL_S = 0.01
+#: The shortest health-check interval (seconds): each target is probed once per interval,
+#: so the interval drives the balancer's loop and 1e-9 meant a billion probes a second
+#: (0.001 took 30 s). Not public for Fly: assumed. Public floors are far above it: AWS
+#: ALB's HealthCheckIntervalSeconds is 5 to 300, a Kubernetes probe's periodSeconds at
+#: least 1; 100 ms leaves room to study probes faster than any of them.
+MIN_BALANCER_INTERVAL_S = 0.1
+
+
+def _floor(value: float, floor: float, why: str) -> float:
+    """``value`` if it is at least ``floor``; else the rule and its reason (a loop's interval)."""
+    if value < floor:
+        raise ValueError(f"must be at least {floor:g} s: {why}, and a shorter interval "
+                         "makes the run's events grow without useful bound")
+    return value
 
 
 class FleetTable(_Table):
@@ -42,9 +56,14 @@ class FleetTable(_Table):
 class BalancerTable(_Table):
     """``[balancer]``: target health checks; the defaults are AWS ALB's (30 s, 2, 5)."""
 
-    interval_s: float = Field(30.0, gt=0, le=3600)
+    interval_s: float = Field(30.0, le=3600)  # its floor: _interval_floor
     unhealthy_threshold: int = Field(2, ge=1, le=100)
     healthy_threshold: int = Field(5, ge=1, le=100)
+
+    @field_validator("interval_s")
+    @classmethod
+    def _interval_floor(cls, value: float) -> float:
+        return _floor(value, MIN_BALANCER_INTERVAL_S, "each target is probed once per interval")
 
 
 #: AWS Application Load Balancer target-group defaults.
@@ -77,10 +96,15 @@ class WatchdogTable(_Table):
     """``[watchdog]``: the per-server self-healing job."""
 
     enabled: bool = True
-    interval_s: float = Field(60.0, ge=MIN_WATCHDOG_INTERVAL_S, le=DAY_S)
+    interval_s: float = Field(60.0, le=DAY_S)  # its floor: _interval_floor
     consecutive_failures: int = Field(1, ge=1, le=1000)
     lock: bool = False
     repair_s: float = Field(2.0, ge=0, le=DAY_S)
+
+    @field_validator("interval_s")
+    @classmethod
+    def _interval_floor(cls, value: float) -> float:
+        return _floor(value, MIN_WATCHDOG_INTERVAL_S, "each server's watchdog looks once per interval")
 
 
 class ComposeTable(_Table):

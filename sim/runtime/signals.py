@@ -5,7 +5,8 @@ while a ``KeyboardInterrupt`` a user's check raises itself is that check's ``err
 ``held`` lets a short final write finish before the signal ends the command;
 ``reraise_pending`` raises again a signal whose exception a library swallowed;
 ``die_with`` ends a pool's worker when the process that started it is gone, even by
-SIGKILL, which that process cannot catch; and ``under_alarm`` is the wall-clock limit on
+SIGKILL, which that process cannot catch; ``start_forkserver`` starts a pool's server
+with Ctrl-C ignored from its first instruction; and ``under_alarm`` is the wall-clock limit on
 one call of a user's check (``sim.checkload.budget``).
 """
 
@@ -200,6 +201,34 @@ def die_with(parent: Readable) -> None:
         os._exit(EXIT_ORPHANED)
 
     threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
+
+
+def start_forkserver() -> None:
+    """Start multiprocessing's forkserver (and its resource tracker) now, ignoring SIGINT.
+
+    Ctrl-C goes to the whole process group. A forkserver ignores SIGINT only once it has
+    imported its preload modules (the simulator: a few hundred ms), so a Ctrl-C in that
+    time printed its ``KeyboardInterrupt`` traceback (1 in 3 tries in a 2-worker sweep).
+    An ignored signal stays ignored across fork and exec, so the server is started here,
+    from the main thread, with SIGINT ignored; it is blocked meanwhile, so a Ctrl-C meant
+    for this process comes when the handler is back, not lost. The server and tracker
+    keep it blocked too (inherited; they ignore it anyway, as the pool's workers do).
+    Call it after ``set_forkserver_preload``. Elsewhere than the main thread, or without
+    ``pthread_sigmask``, it does nothing: the pool starts the server as before.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "pthread_sigmask"
+    ):
+        return
+    from multiprocessing import forkserver  # noqa: PLC0415 -- only for a pool
+
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, handler if handler is not None else signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 class Overtime(BaseException):

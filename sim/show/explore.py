@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from platform_testbed.checks import Check, Event
+from platform_testbed.checks.model import to_ms, to_s
 from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config.scenario import Scenario, apply_sets, validate
 from platform_testbed.sim.publish.world import RecordedLook, RunResult, ground_truth, run
@@ -41,7 +42,7 @@ def layered_looks(result: RunResult) -> dict[int, RecordedLook]:
 
 def describe_event(event: Event, publish_started_ms: int) -> str:
     """One event as a short cell: what happened and when, in seconds after the publish."""
-    at = f"{(event.timestamp - publish_started_ms) / 1000:+.1f} s"
+    at = f"{to_s(event.timestamp - publish_started_ms):+.1f} s"
     if event.type != "exit":
         return f"{event.type} {at}"
     if event.requested_stop:
@@ -67,7 +68,7 @@ def event_lists(
     looks = layered_looks(result)
     chosen = [looks[n] for n in numbers if n in looks]
     header = [""] + [
-        f"look {n} ({(looks[n].look.at_ms - publish_ms) / 1000:+.1f} s)"
+        f"look {n} ({to_s(looks[n].look.at_ms - publish_ms):+.1f} s)"
         for n in numbers
         if n in looks
     ]
@@ -88,7 +89,7 @@ def event_lists(
     rows.append(["crashes since publish (count)"] + [str(len(c)) for c in crashes])
     rows.append(
         ["newest crash (timestamp)"]
-        + [f"{(c[0].timestamp - publish_ms) / 1000:+.1f} s" if c else "none" for c in crashes]
+        + [f"{to_s(c[0].timestamp - publish_ms):+.1f} s" if c else "none" for c in crashes]
     )
     return rows
 
@@ -182,4 +183,4 @@ def detection_grid(
 def _publish_ms(result: RunResult) -> int:
     if result.trace is None:
         raise ValueError("the run has no trace: call sim.publish.world.run(..., trace=True)")
-    return result.trace.epoch_ms + round(result.trace.publish_at_s * 1000)
+    return result.trace.epoch_ms + to_ms(result.trace.publish_at_s)

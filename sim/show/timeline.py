@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from platform_testbed.checks import Event, Verdict
+from platform_testbed.checks.model import to_ms, to_s
 from platform_testbed.sim.publish.world import RecordedLook, RunResult, Trace
 
 # Exit causes, in the order a legend lists them.
@@ -113,7 +114,7 @@ def _marks(trace_events: Sequence[Event], publish_ms: int) -> tuple[tuple[Mark, 
     gave_up = None
     restarting = False
     for event in trace_events:
-        at_s = (event.timestamp - publish_ms) / 1000
+        at_s = to_s(event.timestamp - publish_ms)
         if event.type == "exit":
             kind = exit_cause(event)
             restarting = event.is_crash and event.restarting
@@ -167,15 +168,15 @@ def _windows(
         # The log appends in trace order: the first `dropped` events fell off, the next ones
         # are the list the API returned (oldest first).
         kept_events = tuple(reversed(snapshot.events))
-        at_s = (recorded.look.at_ms - publish_ms) / 1000
-        kept = tuple((e.timestamp - publish_ms) / 1000 for e in kept_events)
-        dropped = tuple((e.timestamp - publish_ms) / 1000 for e in trace_events[:dropped_count])
+        at_s = to_s(recorded.look.at_ms - publish_ms)
+        kept = tuple(to_s(e.timestamp - publish_ms) for e in kept_events)
+        dropped = tuple(to_s(e.timestamp - publish_ms) for e in trace_events[:dropped_count])
         windows.append(Window(number, machine_id, at_s, kept, kept_events, dropped))
     return tuple(windows)
 
 
 def _publish_ms(trace: Trace) -> int:
-    return trace.epoch_ms + round(trace.publish_at_s * 1000)
+    return trace.epoch_ms + to_ms(trace.publish_at_s)
 
 
 def from_result(result: RunResult) -> Timeline:
@@ -203,7 +204,7 @@ def from_result(result: RunResult) -> Timeline:
         check=result.check,
         seed=result.seed,
         lanes=tuple(lanes),
-        looks=tuple((r.look.at_ms - publish_ms) / 1000 for r in result.looks),
+        looks=tuple(to_s(r.look.at_ms - publish_ms) for r in result.looks),
         verdict=result.verdict,
         outcome=result.outcome,
         decided_at_s=result.decided_at_s,

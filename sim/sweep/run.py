@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.settings import BadInput
-from platform_testbed.sim.runtime.signals import Readable, die_with
+from platform_testbed.sim.runtime.signals import Readable, die_with, start_forkserver
 from platform_testbed.sim.sweep.file import Sweep
 from platform_testbed.sim.sweep.output import SweepResult, Tally
 from platform_testbed.sim.sweep.units import Progress, check_names, run_units
@@ -255,6 +255,7 @@ class _Pool:
         context = multiprocessing.get_context("forkserver")
         # The server imports what a task needs (this module imports it all) once, for all workers.
         context.set_forkserver_preload([__name__])
+        start_forkserver()  # with SIGINT ignored: no KeyboardInterrupt traceback from it
         # Only this process holds the write end (a forkserver child inherits no descriptor
         # it is not handed): each worker watches the read end and ends with this process,
         # however it ends. The forkserver and the resource tracker end once the workers

@@ -2,30 +2,74 @@
 
 Units are numbered point-major, so rows come out in the same order whoever computed
 them: one process, a local pool, or a Dask cluster.
+
+A sweep may also run real processes against each world (``with_steps``: ``testbed sweep
+--check-http``/``--deploy-cmd``): a ``ProcessSweep``, whose ``checks`` end with the
+processes' row names so that every count of rows per world stays ``len(checks)``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from platform_testbed.checks.drive import check_name
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config.scenario import validate
-from platform_testbed.sim.publish.compare import RESULT_COLUMNS, result_row
-from platform_testbed.sim.publish.world import run_checks
-
-if TYPE_CHECKING:
-    from platform_testbed.sim.sweep.file import Sweep
+from platform_testbed.sim.publish.compare import RESULT_COLUMNS, RunStep, result_row
+from platform_testbed.sim.publish.world import ground_truth, run_checks
+from platform_testbed.sim.sweep.file import Sweep
 
 Row = dict[str, Any]
 #: Called with the number of units just finished.
 Progress = Callable[[int], None]
 
 # Row columns after the axis columns, in file order: RESULT_COLUMNS (re-exported).
-__all__ = ["RESULT_COLUMNS", "Progress", "Row", "check_names", "columns", "run_units", "unit_rows"]
+__all__ = ["RESULT_COLUMNS", "ProcessSweep", "Progress", "Row", "check_names", "columns",
+           "run_units", "unit_rows", "with_steps"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessSweep(Sweep):
+    """A sweep with a row per real process in each world: ``checks`` ends with their names.
+
+    The processes (``steps``) need the twin and the wall clock of this machine, so such a
+    sweep runs in one process here (``sim.cli.sweep`` refuses a pool and Dask for it).
+    """
+
+    steps: tuple[RunStep, ...] = ()
+
+    def thinned(self, every: int) -> Sweep:
+        """As ``Sweep.thinned``, the processes kept."""
+        base = _plain(self)
+        return with_steps(base.thinned(every), self.steps)
+
+
+def _plain(sweep: Sweep) -> Sweep:
+    """The sweep without its processes: ``checks`` only the check specs."""
+    steps = getattr(sweep, "steps", ())
+    values = {f.name: getattr(sweep, f.name) for f in dataclasses.fields(Sweep)}
+    values["checks"] = sweep.checks[:len(sweep.checks) - len(steps)]
+    return Sweep(**values)
+
+
+def with_steps(sweep: Sweep, steps: Sequence[RunStep]) -> Sweep:
+    """``sweep`` with a row per process of ``steps`` in every world, after the checks' rows."""
+    if not steps:
+        return sweep
+    base = _plain(sweep)
+    values = {f.name: getattr(base, f.name) for f in dataclasses.fields(Sweep)}
+    values["checks"] = base.checks + tuple(s.name for s in steps)
+    return ProcessSweep(**values, steps=tuple(steps))
+
+
+def _split(sweep: Sweep) -> tuple[list[str], tuple[RunStep, ...]]:
+    """The check specs to load, and the processes."""
+    steps: tuple[RunStep, ...] = getattr(sweep, "steps", ())
+    return list(sweep.checks[:len(sweep.checks) - len(steps)]), steps
 
 
 def check_names(sweep: Sweep) -> tuple[str, ...]:
@@ -34,8 +78,10 @@ def check_names(sweep: Sweep) -> tuple[str, ...]:
     Built once in the base scenario: a check's name does not depend on the point.
     """
     base = validate(sweep.base, sweep.name)
+    specs, steps = _split(sweep)
     # check_name, as the rows do: a user's ``name`` that raises is named by its type.
-    return tuple(check_name(c) for c in load_checks(list(sweep.checks), base.check))
+    return (tuple(check_name(c) for c in load_checks(specs, base.check))
+            + tuple(s.name for s in steps))
 
 
 def columns(sweep: Sweep) -> list[str]:
@@ -52,14 +98,18 @@ def _rows_of_unit(sweep: Sweep, unit: int, budget: CheckBudget) -> list[Row]:
     try:
         world = sweep.scenario(values)
         # The point's [check] table: only the keys it sets reach a check (sim.checkload.loader).
-        checks = load_checks(list(sweep.checks), world.check)
-        results = run_checks(world, seed, checks, budget)
+        specs, steps = _split(sweep)
+        checks = load_checks(specs, world.check)
+        results = list(run_checks(world, seed, checks, budget)) if checks else []
+        # Each process in the same world, judged on the same ground truth as the checks.
+        bad = results[0].bad if results else ground_truth(world, seed)
+        results += [step(world, seed, bad) for step in steps]
     except Exception as error:  # any failure of one world is that world's rows, not the sweep's
         message = f"{type(error).__name__}: {error}".replace("\n", " ")
         try:
             names = check_names(sweep)
         except Exception:  # the checks themselves cannot be built: name them as asked
-            names = sweep.checks
+            names = tuple(sweep.checks)
         return [
             head | dict.fromkeys(RESULT_COLUMNS) | {"check": name, "outcome": "error",
                                                     "error": message}

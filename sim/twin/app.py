@@ -151,6 +151,9 @@ class ServedApp:
         yield self.env.timeout(self.start_s)
         for machine in self.world.machines:
             self._put_image(machine, self.world.release, self.scenario.publish.start_stopped)
+        # As the world's publish: a machine left stopped is started by fly-proxy at the
+        # next request ([traffic] autostart), the same draw at the same instant.
+        worlds.after_roll(self.world)
 
     def _put_image(self, machine: Machine, image: Image, start: bool) -> None:
         """The publish's own step for one machine (sim.publish.world._publish): launch or update."""
@@ -241,6 +244,9 @@ class ServedApp:
         if skip is not None and not isinstance(skip, bool):
             raise ApiError(400, "invalid request: skip_launch must be a boolean")
         self._put_image(machine, target, start=not skip)
+        # A client's update is a roll too: one that leaves the machine stopped (skip_launch,
+        # as flyctl updates a stopped machine) leaves it to fly-proxy's autostart.
+        worlds.after_roll(self.world)
         return 200, self.render(machine)
 
     def _image(self, ref: str) -> Image:
