@@ -1,8 +1,10 @@
 """How fast the simulator core is against bare SimPy, and how a local sweep scales.
 
-Run: ``.venv/bin/python benchmarks/bench_core.py`` (about a minute). Every figure is a
-ratio measured in this one run, the full model and its bare twin interleaved round by
-round and the best round kept, because these machines are shared and noisy.
+Run: ``.venv/bin/python benchmarks/bench_core.py`` (a few minutes). Every figure is a
+ratio measured in this one run: the full model and its bare twin run as pairs, A B A B
+... (the order swapped every pair, fresh seeds each pair), and the median of the pairs'
+ratios is printed with its spread (quartiles, or the range for a few pairs), because
+these machines are shared and noisy; the load average is printed at start and end.
 
 The bare SimPy model of a world is the least a SimPy program must do to simulate it:
 each machine crash-loops by the scenario's rules (boot, crash, restart delay, the same
@@ -15,16 +17,22 @@ The full model is ``sim.publish.world.run`` with the check, including the ground
 needs (the oracle run when the run itself cannot prove the release bad). Under ``always``,
 where a restart writes no event, the full model makes the restart delay and the next boot
 one SimPy wait (``Machine._quiet``: nothing anyone can see happens at the restart); the
-bare twin yields each delay as plain SimPy code would. ``run`` pauses the cyclic garbage collector for the
-run and lets it resume after (see ``sim.publish.gcpause.gc_paused``); the bare twin runs
-as plain SimPy code would, and the large world also prints its ratio against the twin
-with the collector paused the same way.
+bare twin yields each delay as plain SimPy code would. ``run`` pauses the cyclic garbage
+collector for the run (``sim.publish.gcpause.gc_paused``); every twin here runs with it
+paused the same way, so the collector is no part of any ratio.
+
+A sweep world with its checks: a world of the shipped 10,000-point sweep as the sweep runs
+it (``sim.sweep.units``: the point validated, its checks, every check in the world, the
+rows), against the bare twin of the same world driving the same check objects (the
+machines' events as the checks' ``Event``, a ``Look`` of every machine at each check's
+own waits, each check's ``next`` called directly, until every check has decided).
 """
 
 from __future__ import annotations
 
 import os
 import random
+import statistics
 import sys
 import time
 from collections import deque
@@ -35,12 +43,15 @@ from typing import Any
 
 import simpy
 
-from platform_testbed.checks import Look, Step, Verdict, Wait, make_check
+from platform_testbed.checks import Event, Look, MachineSnapshot, Step, Verdict, Wait, make_check
+from platform_testbed.checks.protocol import Check
 from platform_testbed.sim.config import scenario as scenarios
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.publish.gcpause import gc_paused
 from platform_testbed.sim.publish.world import run
 from platform_testbed.sim.sweep import SweepResult, load_sweep, run_sweep
+from platform_testbed.sim.sweep.file import Sweep
+from platform_testbed.sim.sweep.units import unit_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -103,24 +114,122 @@ class KeepLooking:
         return Wait(self.look_delay_s if looks else 0.0)
 
 
-def interleaved(models: dict[str, Callable[[int], object]], seeds: int, rounds: int) -> list[float]:
-    """Best per-call seconds of each model over ``rounds``, rotating who goes first.
+def bare_checks_world(sc: Scenario, seed: int, checks: Sequence[Check]) -> int:
+    """The bare SimPy twin of a world driving ``checks``: each machine crash-loops as in
+    ``bare_world``, writing the checks' ``Event``s; each check is a SimPy process that
+    calls its ``next`` with the looks so far, waits what it asks and takes a ``Look`` of
+    every machine. Ends when every check has decided; returns the looks taken."""
+    env = simpy.Environment()
+    root = random.Random(seed)
+    rules, app = sc.platform, sc.release
+    rngs = [random.Random(root.getrandbits(64)) for _ in range(app.machines)]
+    logs: list[deque[Event]] = [deque(maxlen=rules.event_log_cap) for _ in rngs]
+    states = ["created"] * len(rngs)
+    epoch = rules.epoch_ms
+    publish_ms = sc.publish_started_ms
+    ids = [f"m{i}" for i in range(len(rngs))]
+    image = app.image
 
-    Every round takes fresh seeds (all models the same ones), so nothing a run keeps
-    between worlds (the traffic streams) is reused from an earlier round.
+    def ms() -> int:
+        return epoch + round(env.now * 1000)
+
+    def machine(i: int, rng: random.Random, log: deque[Event]) -> Generator[Any, Any, None]:
+        yield env.timeout(sc.publish.at_s)
+        jitter = rules.jitter
+        restarts = 0
+        while True:
+            states[i] = "starting"
+            yield env.timeout(rules.boot_s * (1.0 + rng.uniform(-jitter, jitter)))
+            states[i] = "started"
+            log.append(Event("start", "started", ms()))
+            yield env.timeout(app.crash_after_s * (1.0 + rng.uniform(-jitter, jitter)))
+            restarting = rules.restart_policy == "always" or (
+                rules.restart_policy == "on-failure" and restarts < rules.max_retries
+            )
+            log.append(Event("exit", "stopped", ms(), exit_code=app.exit_code,
+                             restarting=restarting, restart_count=restarts))
+            states[i] = "stopped"
+            if not restarting:
+                return
+            restarts += 1
+            yield env.timeout(rules.restart_delay_s)
+
+    taken = [0]
+    left = [len(checks)]
+    done = env.event()
+
+    def driver(check: Check) -> Generator[Any, Any, None]:
+        yield env.timeout(sc.publish.at_s)
+        looks: list[Look] = []
+        while True:
+            step = check.next(publish_ms, looks)
+            if not isinstance(step, Wait):
+                break
+            yield env.timeout(step.seconds)
+            at = ms()
+            looks.append(Look(at, tuple(
+                MachineSnapshot(ids[i], states[i], image, tuple(reversed(log)), at)
+                for i, log in enumerate(logs))))
+            taken[0] += 1
+        left[0] -= 1
+        if not left[0]:
+            done.succeed()
+
+    for i, (rng, log) in enumerate(zip(rngs, logs, strict=True)):
+        env.process(machine(i, rng, log))
+    for check in checks:
+        env.process(driver(check))
+    env.run(until=simpy.AnyOf(env, [done, env.timeout(sc.horizon_s)]))
+    return taken[0]
+
+
+@dataclass(frozen=True)
+class Paired:
+    """The ratios of A's time over B's in pairs run back to back."""
+
+    ratios: tuple[float, ...]
+    a_s: float  # median seconds per call of A
+    b_s: float
+
+    @property
+    def median(self) -> float:
+        """The median of the pairs' ratios."""
+        return statistics.median(self.ratios)
+
+    def spread(self) -> str:
+        """Quartiles with 4 pairs or more, else the range."""
+        if len(self.ratios) >= 4:
+            low, _, high = statistics.quantiles(self.ratios, n=4)
+            return f"quartiles {low:.2f}-{high:.2f}x"
+        return f"range {min(self.ratios):.2f}-{max(self.ratios):.2f}x"
+
+    def line(self, goal: str) -> str:
+        """``median 1.23x (quartiles 1.1-1.3x, 31 pairs)   (goal ...)``."""
+        return (f"  ratio        {self.median:8.2f}x median of {len(self.ratios)} pairs "
+                f"({self.spread()})   (goal {goal})")
+
+
+def paired(a: Callable[[int], object], b: Callable[[int], object], seeds: int,
+           pairs: int, first_seed: int = 0) -> Paired:
+    """Run A and B on the same fresh seeds, pair after pair, the order swapped every pair.
+
+    Each pair's ratio is A's time over B's on the same seeds a moment apart, so a burst
+    of other load shifts both sides of a pair rather than one model's best round.
     """
-    names = list(models)
-    best = dict.fromkeys(names, float("inf"))
-    for r in range(rounds):
-        batch = range(r * seeds, (r + 1) * seeds)
-        shift = r % len(names)
-        for name in names[shift:] + names[:shift]:
-            fn = models[name]
+    ratios, a_times, b_times = [], [], []
+    for p in range(pairs):
+        batch = range(first_seed + p * seeds, first_seed + (p + 1) * seeds)
+        took = {}
+        for name in ("a", "b") if p % 2 == 0 else ("b", "a"):
+            fn = a if name == "a" else b
             began = time.perf_counter()
             for seed in batch:
                 fn(seed)
-            best[name] = min(best[name], (time.perf_counter() - began) / seeds)
-    return [best[name] for name in names]
+            took[name] = (time.perf_counter() - began) / seeds
+        ratios.append(took["a"] / took["b"])
+        a_times.append(took["a"])
+        b_times.append(took["b"])
+    return Paired(tuple(ratios), statistics.median(a_times), statistics.median(b_times))
 
 
 def gc_paused_too(fn: Callable[[int], object]) -> Callable[[int], object]:
@@ -137,17 +246,13 @@ def bench_sept25() -> None:
     """The shipped incident world: full model vs bare SimPy, per scenario."""
     sc = scenarios.load("sept25-crash-loop")
     check = make_check("count", sc.check.model_dump())
-    # Many short rounds, alternating, best kept: bursts of other load miss some rounds.
-    full_s, bare_s = interleaved(
-        {"full": lambda seed: run(sc, seed, check), "bare": lambda seed: bare_world(sc, seed)},
-        60,
-        31,
-    )
-    print("sept25-crash-loop, count check, 31 rounds of 60 fresh seeds (best round):")
-    print(f"  full model   {full_s * 1e6:8.0f} us/scenario = "
-          f"{1 / full_s:,.0f} scenarios/s per core")
-    print(f"  bare SimPy   {bare_s * 1e6:8.0f} us/scenario")
-    print(f"  ratio        {full_s / bare_s:8.2f}x   (goal <= 1.5x)")
+    result = paired(lambda seed: run(sc, seed, check),
+                    gc_paused_too(lambda seed: bare_world(sc, seed)), 60, 31)
+    print("sept25-crash-loop, count check, 31 pairs of 60 fresh seeds:")
+    print(f"  full model   {result.a_s * 1e6:8.0f} us/scenario = "
+          f"{1 / result.a_s:,.0f} scenarios/s per core")
+    print(f"  bare SimPy   {result.b_s * 1e6:8.0f} us/scenario")
+    print(result.line("<= 1.3x"))
 
 
 def bench_large() -> None:
@@ -163,23 +268,46 @@ def bench_large() -> None:
     check = KeepLooking(sc.check.look_delay_s)
     result = run(sc, 1, check)
     assert len(result.looks) >= 59, "the check must poll the whole horizon"
-    full_s, bare_s, bare_paused_s = interleaved(
-        {
-            "full": lambda seed: run(sc, seed, check),
-            "bare": lambda seed: bare_world(sc, seed),
-            "bare, GC paused": gc_paused_too(lambda seed: bare_world(sc, seed)),
-        },
-        1,
-        6,
-    )
-    print("1,000 machines crash-looping 600 s, a check looking every 10 s (best of 6):")
-    print(f"  full model   {full_s:8.2f} s/scenario")
-    print(f"  bare SimPy   {bare_s:8.2f} s/scenario")
-    print(f"  ratio        {full_s / bare_s:8.2f}x   (goal <= 1.3x)")
-    # The full model pauses the cyclic collector during a run; the bare twin, written
-    # as plain SimPy, does not. The same twin with the collector paused, for reference:
-    print(f"  bare SimPy, GC paused too {bare_paused_s:5.2f} s: ratio "
-          f"{full_s / bare_paused_s:.2f}x")
+    pairs = paired(lambda seed: run(sc, seed, check),
+                   gc_paused_too(lambda seed: bare_world(sc, seed)), 1, 7)
+    print("1,000 machines crash-looping 600 s, a check looking every 10 s (7 pairs):")
+    print(f"  full model   {pairs.a_s:8.2f} s/scenario")
+    print(f"  bare SimPy   {pairs.b_s:8.2f} s/scenario")
+    print(pairs.line("<= 1.2x"))
+
+
+def _sweep_worlds(sweep: Sweep, count: int) -> list[int]:
+    """``count`` units of the sweep drawn at random (fixed seed), so every pair mixes
+    fast and slow points alike."""
+    rng = random.Random(22)
+    return [rng.randrange(sweep.units) for _ in range(count)]
+
+
+def bench_sweep_world(pairs: int = 25, per_pair: int = 40) -> None:
+    """A sweep world with its checks (as the sweep runs it) vs the bare twin driving them."""
+    sweep = load_sweep(ROOT / "scenarios" / "sweeps" / "crash_period_vs_look_delay.toml")
+    units = _sweep_worlds(sweep, pairs * per_pair)
+    worlds = {u: sweep.scenario(sweep.point(u // len(sweep.seeds))) for u in units}
+    checks = {u: [make_check(name, worlds[u].check.model_dump()) for name in sweep.checks]
+              for u in units}
+
+    def model(i: int) -> object:
+        return unit_rows([units[i]], sweep)
+
+    def twin(i: int) -> object:
+        unit = units[i]
+        seed = sweep.seeds[unit % len(sweep.seeds)]
+        with gc_paused():
+            return bare_checks_world(worlds[unit], seed, checks[unit])
+
+    model(0)
+    result = paired(model, twin, per_pair, pairs)
+    print(f"a world of sweep {sweep.name} with its {len(sweep.checks)} checks, "
+          f"{pairs} pairs of {per_pair} random worlds:")
+    print(f"  sweep world  {result.a_s * 1e6:8.0f} us/world = {1 / result.a_s:,.0f} worlds/s "
+          "per core (point, checks, world, rows)")
+    print(f"  bare twin    {result.b_s * 1e6:8.0f} us/world (the same checks, driven bare)")
+    print(result.line("<= 1.5x"))
 
 
 def _burn(n: int) -> float:
@@ -229,15 +357,24 @@ def bench_sweep(rounds: int = 3) -> None:
           "2 processes (other users' load)")
 
 
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages (how shared the machine is right now)."""
+    if not hasattr(os, "getloadavg"):
+        return "load average unknown"
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
-    """Run the three measurements and print them."""
+    """Run the measurements and print them."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"python {sys.version.split()[0]}, simpy {simpy.__version__}, {cores} cores, "
-          f"load average {load:.2f} at start")
-    bench_sept25()
-    bench_large()
-    bench_sweep()
+          f"{load_average()} at start")
+    asked = sys.argv[1:] or ["sept25", "large", "sweep-world", "sweep"]
+    benches = {"sept25": bench_sept25, "large": bench_large, "sweep-world": bench_sweep_world,
+               "sweep": bench_sweep}
+    for name in asked:
+        benches[name]()
+    print(f"{load_average()} at end")
 
 
 if __name__ == "__main__":

@@ -122,3 +122,44 @@ def test_looks_are_not_asked_again_in_a_later_world() -> None:
     late = Counting("late", [1.0, 3.0, 3.0], True)
     run_checks(loaded, 1, [first, late])
     assert calls == [0, 1, 2, 3]
+
+
+@settings(max_examples=30, deadline=None)
+@given(_worlds(), st.permutations(list(BUILTIN_CHECKS)), st.sampled_from([True, False, None]))
+def test_either_way_of_running_gives_the_per_check_results(
+    case: tuple[scenario.Scenario, int], order: list[str], share: bool | None
+) -> None:
+    """Shared worlds, a world per check, or the choice run_checks makes: the same results."""
+    loaded, seed = case
+    checks = load_checks(order, loaded.check)
+    assert run_checks(loaded, seed, checks, share=share) == _solo(loaded, seed, checks)
+
+
+def test_sharing_stops_where_it_saves_nothing_and_is_tried_again_now_and_then() -> None:
+    """Checks that decide apart (a world each) share for the first calls only, then once
+    every SHARE_PROBE_EVERY calls; checks that share a world keep sharing."""
+    apart = worlds._Gain()
+    chosen = []
+    for _ in range(4 + 2 * worlds.SHARE_PROBE_EVERY):
+        chosen.append(apart.share())
+        if chosen[-1]:
+            apart.saw(6, 6)
+    assert chosen[:4] == [True] * 4
+    probes = [i for i, shared in enumerate(chosen) if shared][4:]
+    assert probes == [4 + worlds.SHARE_PROBE_EVERY - 1, 4 + 2 * worlds.SHARE_PROBE_EVERY - 1]
+    together = worlds._Gain()
+    for _ in range(50):
+        assert together.share()
+        together.saw(1, 2)
+
+
+def test_run_checks_learns_per_list_of_checks(monkeypatch: Any) -> None:
+    """run_checks keeps one tally per list of check names, fed by the worlds it simulates."""
+    monkeypatch.setattr(worlds, "_GAINS", {})
+    loaded = scenario.load("sept25-crash-loop")
+    checks = load_checks(["count", "timestamp"], loaded.check)
+    for seed in range(3):
+        run_checks(loaded, seed, checks)
+    gain = worlds._GAINS[("count", "timestamp")]
+    assert gain.shared == 3
+    assert 0.5 <= gain.worlds <= 1.0

@@ -185,58 +185,48 @@ def previous_out(tmp_path: Path) -> Path:
     return out
 
 
-def _interrupt_sweep_write(
-    monkeypatch: pytest.MonkeyPatch, out: Path, calls: set[int], signum: int
+def _run_small(out: Path) -> int:
+    return main(["sweep", str(SMALL), "--workers", "1", "--no-progress", "--out", str(out)])
+
+
+def _interrupt_sweep_commit(
+    monkeypatch: pytest.MonkeyPatch, out: Path, signals: list[int]
 ) -> tuple[int, list[str]]:
-    """Run the small sweep with the signal sent from inside its CSV write; return the exit
-    status and the names beside ``out`` seen at the first signal (mid-write)."""
-    hook = _signal_at(calls, signum)
+    """Run the small sweep with ``signals`` sent from inside its final write (the fsync
+    before the rename: the rows stream during the run, so the commit is that write);
+    return the exit status and the output folder's names and ``out``'s text at the signal."""
     seen: list[str] = []
-    cell = sweep_output._csv_cell
+    fsync = os.fsync
 
-    def cell_then_hook(value: object) -> str:
-        text = cell(value)
-        hook()
-        if not seen and any(p.name.endswith(".tmp") for p in out.parent.iterdir()):
-            seen.extend(sorted(p.name for p in out.parent.iterdir()))
-        return text
+    def fsync_then_signal(fd: int) -> None:
+        fsync(fd)
+        seen.extend([*sorted(p.name for p in out.parent.iterdir()), out.read_text()])
+        for signum in signals:
+            os.kill(os.getpid(), signum)
 
-    monkeypatch.setattr(sweep_output, "_csv_cell", cell_then_hook)
-    code = main(["sweep", str(SMALL), "--workers", "1", "--no-progress", "--out", str(out)])
-    return code, seen
+    monkeypatch.setattr(runtime_outputs.os, "fsync", fsync_then_signal)
+    return _run_small(out), seen
 
 
 def _uninterrupted(tmp_path: Path) -> bytes:
     """The small sweep's rows as a run that no signal touched writes them."""
     out = tmp_path / "whole" / "rows.csv"
     out.parent.mkdir()
-    assert main(["sweep", str(SMALL), "--workers", "1", "--no-progress", "--out", str(out)]) == 0
+    assert _run_small(out) == 0
     return out.read_bytes()
 
 
-def test_ctrl_c_during_the_final_write_keeps_every_row(
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_the_final_write_keeps_every_row(
     tmp_path: Path, previous_out: Path, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], signum: int,
 ) -> None:
-    """One Ctrl-C mid-write: the write finishes (every finished row kept), then exit 130."""
-    code, seen = _interrupt_sweep_write(monkeypatch, previous_out, {200}, signal.SIGINT)
-    assert code == 130
-    assert capsys.readouterr().err.strip() == "testbed: interrupted"
-    assert any(name.endswith(".tmp") for name in seen)  # the signal came mid-write
-    assert [p.name for p in previous_out.parent.iterdir()] == ["rows.csv"]
-    monkeypatch.undo()
-    assert previous_out.read_bytes() == _uninterrupted(tmp_path)
-
-
-def test_sigterm_during_the_final_write_keeps_every_row_and_exits_143(
-    tmp_path: Path, previous_out: Path, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    """SIGTERM mid-write: as Ctrl-C, but the status is 143."""
-    code, seen = _interrupt_sweep_write(monkeypatch, previous_out, {200}, signal.SIGTERM)
-    assert code == 143
-    assert capsys.readouterr().err.strip() == "testbed: terminated"
-    assert any(name.endswith(".tmp") for name in seen)
+    """One Ctrl-C or SIGTERM in the final write: it finishes (every row kept), then 130/143."""
+    got, seen = _interrupt_sweep_commit(monkeypatch, previous_out, [signum])
+    word = "interrupted" if signum == signal.SIGINT else "terminated"
+    assert got == 128 + signum
+    assert capsys.readouterr().err.strip() == f"testbed: {word}"
+    assert seen == ["rows.csv", "previous\n"]  # the signal came before the rename
     assert [p.name for p in previous_out.parent.iterdir()] == ["rows.csv"]
     monkeypatch.undo()
     assert previous_out.read_bytes() == _uninterrupted(tmp_path)
@@ -245,11 +235,66 @@ def test_sigterm_during_the_final_write_keeps_every_row_and_exits_143(
 def test_second_ctrl_c_abandons_the_write_and_keeps_the_previous_file(
     previous_out: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Two Ctrl-C mid-write: the write stops at once; the previous file, no temporary one."""
-    code, seen = _interrupt_sweep_write(monkeypatch, previous_out, {200, 201}, signal.SIGINT)
+    """Two Ctrl-C in the final write: it stops at once; the previous file, no temporary one."""
+    code, seen = _interrupt_sweep_commit(monkeypatch, previous_out,
+                                         [signal.SIGINT, signal.SIGINT])
     assert code == 130
     assert capsys.readouterr().err.strip() == "testbed: interrupted"
-    assert any(name.endswith(".tmp") for name in seen)
+    assert seen == ["rows.csv", "previous\n"]
+    assert previous_out.read_text() == "previous\n"
+    assert [p.name for p in previous_out.parent.iterdir()] == ["rows.csv"]
+
+
+def _signal_mid_stream(monkeypatch: pytest.MonkeyPatch, out: Path, signum: int) -> list[str]:
+    """Send ``signum`` from inside the 200th CSV cell written while rows stream (the run is
+    still going); return the names beside ``out`` at that moment."""
+    hook = _signal_at({200}, signum)
+    seen: list[str] = []
+    cell = sweep_output._csv_cell
+
+    def cell_then_hook(value: object) -> str:
+        text = cell(value)
+        hook()
+        if not seen:
+            seen.extend(sorted(p.name for p in out.parent.iterdir()))
+        return text
+
+    monkeypatch.setattr(sweep_output, "_csv_cell", cell_then_hook)
+    return seen
+
+
+def test_ctrl_c_while_rows_stream_keeps_the_rows_finished_so_far(
+    tmp_path: Path, previous_out: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Ctrl-C mid-sweep, inside a row's write: that batch is finished, then the file is put
+    in place holding a whole prefix of the uninterrupted rows (whole worlds), and 130."""
+    seen = _signal_mid_stream(monkeypatch, previous_out, signal.SIGINT)
+    code = _run_small(previous_out)
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 130
+    assert seen == ["rows.csv"]  # the rows stream to a file with no name until the end
+    monkeypatch.undo()
+    whole = _uninterrupted(tmp_path)
+    kept = previous_out.read_bytes()
+    assert whole.startswith(kept)
+    assert kept.endswith(b"\n")
+    assert len(kept) < len(whole)
+    rows = kept.count(b"\n") - 1  # the header
+    assert rows > 0
+    assert rows % 2 == 0
+    assert f"interrupted: kept the {rows // 2} of 40 worlds that finished ({rows} rows)" in err
+    assert [p.name for p in previous_out.parent.iterdir()] == ["rows.csv"]
+
+
+def test_sigterm_while_rows_stream_keeps_the_previous_file(
+    previous_out: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGTERM mid-sweep ends it as before streaming: 143, one line, the previous file."""
+    _signal_mid_stream(monkeypatch, previous_out, signal.SIGTERM)
+    code = _run_small(previous_out)
+    assert code == 143
+    assert capsys.readouterr().err.strip() == "testbed: terminated"
     assert previous_out.read_text() == "previous\n"
     assert [p.name for p in previous_out.parent.iterdir()] == ["rows.csv"]
 

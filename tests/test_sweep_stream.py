@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,40 @@ def test_a_failed_stream_leaves_no_file(tmp_path: Path) -> None:
         broken()
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("unnamed", [True, False], ids=["O_TMPFILE", "named-temporary"])
+def test_stream_bytes_and_permissions_with_and_without_an_unnamed_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unnamed: bool
+) -> None:
+    """Either way the rows stream to (an unnamed file, or a named temporary one where the
+    system has no O_TMPFILE): the bytes write_rows gives, the umask's permissions, and
+    nothing beside the file while rows stream but the previous file."""
+    if not unnamed:
+        monkeypatch.delattr(os, "O_TMPFILE", raising=False)
+    elif not hasattr(os, "O_TMPFILE"):
+        pytest.skip("no O_TMPFILE here")
+    sweep = _sweep(tmp_path)
+    rows = run_sweep(sweep, workers=1).rows
+    whole, streamed = tmp_path / "whole.csv", tmp_path / "out" / "rows.csv"
+    write_rows(whole, sweep, rows)
+    streamed.parent.mkdir()
+    streamed.write_text("previous\n")
+    umask = os.umask(0o027)
+    try:
+        with streaming_rows(streamed, sweep) as sink:
+            sink(rows[:3])
+            beside = sorted(p.name for p in streamed.parent.iterdir())
+            sink(rows[3:])
+    finally:
+        os.umask(umask)
+    assert streamed.read_bytes() == whole.read_bytes()
+    assert streamed.stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in streamed.parent.iterdir()] == ["rows.csv"]
+    if unnamed:
+        assert beside == ["rows.csv"]
+    else:
+        assert len(beside) == 2
+        assert beside[1] == "rows.csv"
+        assert beside[0].startswith(".rows.csv.")
+        assert beside[0].endswith(".tmp")

@@ -29,6 +29,7 @@ from platform_testbed.sim.cli.compareopts import (
     fail_on,
     failed_on,
 )
+from platform_testbed.sim.cli.pool import seed_runner
 from platform_testbed.sim.config import scenario
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
 from platform_testbed.sim.config.scenario import BadInput, parse_value
@@ -144,8 +145,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     first_seed(seed)
     recorder = Recorder(loaded.publish_started_ms, loaded.check.model_dump(), setups(built))
     seeds: Iterable[int] = range(seed, seed + args.runs)
+    runner = seed_runner(args, loaded, names_asked, _options(args.check_opt), budget)  # None: here
     # A bar on stderr for long comparisons, only where a person watches (never in CI logs).
-    if args.runs >= 50 and sys.stderr.isatty():
+    if args.runs >= 50 and sys.stderr.isatty() and runner is None:
         from rich.console import Console  # noqa: PLC0415 -- rich only when a bar is shown
         from rich.progress import track  # noqa: PLC0415
 
@@ -158,7 +160,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with details(args.details, args.force, loaded.publish_started_ms) as on_run:
         result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
                          setups=setups(built), keep_runs=keep, on_run=on_run, budget=budget,
-                         steps=steps)
+                         steps=steps, runner=runner)
     twinopts.report_timings(steps)
     junit.write(args.junit, [junit.compare_suite(result, fail_on=gate)])
     if args.record:
@@ -235,7 +237,8 @@ def cmd_checks(args: argparse.Namespace) -> int:
         twinopts.check_against(steps, [b.setup.name for b in built], args)
         reports.append(compare(loaded, [b.check for b in built],
                                range(loaded.seed, loaded.seed + args.runs), setups=setups(built),
-                               keep_runs=bool(args.junit), budget=budget, steps=steps))
+                               keep_runs=bool(args.junit), budget=budget, steps=steps,
+                               runner=seed_runner(args, loaded, names, extra, budget)))
         rules = {b.setup.name: _rule(b.check) for b in built}
     rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
     rules |= twinopts.rules(steps)  # and a process's rows: its command

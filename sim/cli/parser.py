@@ -24,6 +24,7 @@ from platform_testbed.sim.cli.checkopts import add_check_option
 from platform_testbed.sim.cli.compareopts import add_gate_options, add_output_options
 from platform_testbed.sim.cli.hunt import add_hunt_parser
 from platform_testbed.sim.cli.parsers import add_lint_timing_parser, add_rollout_parser, add_sweep_parser
+from platform_testbed.sim.cli.pool import add_pool_options
 from platform_testbed.sim.config.settings import BadInput, check_environment
 from platform_testbed.sim.runtime.signals import HungUp, Terminated, exit_on_signals, restore_signals
 from platform_testbed.sim.show import junit
@@ -127,7 +128,7 @@ def _add_debug(parser: argparse.ArgumentParser) -> None:
                         help="show the traceback of a check that raised")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 -- every subcommand, in order
     """The argument parser with every subcommand."""
     parser = _Parser(
         prog="testbed",
@@ -219,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     table.add_argument("--markdown", action="store_true", help="print a Markdown table (the README's)")
     add_check_limits(comp, rep, table)
+    add_pool_options(comp, table)
     junit.add_argument(comp, rep, table)
     checkcmd.add_arguments(table)
     twinopts.add_arguments(comp, table)  # checks: a row in every shipped scenario's worlds

@@ -21,30 +21,34 @@ from rich.progress import (
 from rich.table import Column
 from rich.text import Text
 
-from platform_testbed.sim.checkload.budget import check_budget
+from platform_testbed.sim.checkload.budget import CheckBudget, check_budget
 from platform_testbed.sim.cli import twinopts
 from platform_testbed.sim.cli.compareopts import fail_on, failed_on
+from platform_testbed.sim.cli.pool import MAX_WORKERS, WORKERS_ENV, check_workers
 from platform_testbed.sim.config.scenario import OUTCOMES
-from platform_testbed.sim.config.settings import BadInput, at_most, env_limit
+from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.runtime.outputs import check_image
 from platform_testbed.sim.runtime.scheduler import check_scheduler
 from platform_testbed.sim.show import junit
 from platform_testbed.sim.sweep.file import Sweep, load_sweep
-from platform_testbed.sim.sweep.output import check_out_path, summarise, summary_table, write_rows
+from platform_testbed.sim.sweep.output import (
+    SweepResult,
+    check_out_path,
+    streaming_rows,
+    summarise,
+    summary_table,
+)
 from platform_testbed.sim.sweep.run import run_sweep
-from platform_testbed.sim.sweep.units import check_names, with_steps
+from platform_testbed.sim.sweep.units import Row, check_names, with_steps
 
 if TYPE_CHECKING:
     from platform_testbed.sim.twin.step import ProcessStep
 
 EXIT_OK, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 130
+__all__ = ["MAX_WORKERS", "WORKERS_ENV", "cmd_sweep", "sweep_progress"]
 #: Where the rows go when --out does not say: a folder of outputs, never the working folder
 #: itself (a sweep once rewrote a committed CSV at the top of the checkout in silence).
 DEFAULT_OUT_DIR = Path("out")
-#: The most local worker processes: each holds a simulator (tens of MB), and past a few per
-#: core they only contend. Raise it with TESTBED_MAX_WORKERS.
-MAX_WORKERS = 256
-WORKERS_ENV = "TESTBED_MAX_WORKERS"
 
 
 class _RateColumn(ProgressColumn):
@@ -119,10 +123,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     """Run a sweep file; write its rows; print the summary."""
     budget = check_budget(args)  # handed to every task: a pool's workers get it with the work
     sweep = load_sweep(args.sweep)
-    if args.workers is not None:
-        at_most("--workers", args.workers, env_limit(WORKERS_ENV, MAX_WORKERS), WORKERS_ENV)
-    if args.workers is not None and args.dask:
-        raise BadInput("--workers and --dask: choose one (Dask decides its own workers)")
+    check_workers(args)
     gate = fail_on(args.fail_on, OUTCOMES)
     args.junit = junit.checked(args)
     # What the sweep asks of its processes is refused first: no scheduler is needed for it.
@@ -153,28 +154,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for path in facet_paths(sweep, Path(args.heatmap)):
             check_image("--heatmap", path, args.force)
     errors = Console(stderr=True)
-    # On a terminal only (as hunt's): piped or logged, its one last line is noise, and
-    # `2>&1 | head` would end the sweep at that write, before its rows are saved.
-    progress = sweep_progress(sweep.name, errors, args.no_progress or not errors.is_terminal)
-    with progress:
-        task = progress.add_task("sweep", total=sweep.units)
-        result = run_sweep(
-            sweep, workers=args.workers, dask=args.dask,
-            progress=lambda units: progress.advance(task, units), budget=budget,
-        )
+    result, kept = _run_to_file(args, sweep, out, errors, budget)
     twinopts.report_timings(steps)
-    write_rows(out, sweep, result.rows, args.force)
-    names = tuple(dict.fromkeys(str(r["check"]) for r in result.rows))
-    junit.write(args.junit, [junit.sweep_suite(sweep.name, names, result.rows, sweep.keys, gate)])
+    # Here the file is in place, whole: every finished row (all of them, or with Ctrl-C
+    # those finished before it). A SIGTERM or a second Ctrl-C left the previous file.
+    names = tuple(dict.fromkeys(str(r["check"]) for r in kept))
+    junit.write(args.junit, [junit.sweep_suite(sweep.name, names, kept, sweep.keys, gate)])
     if args.heatmap:
-        save_heatmap(result.rows, sweep, Path(args.heatmap), args.force)
+        save_heatmap(kept, sweep, Path(args.heatmap), args.force)
     if result.interrupted:
         errors.print(
             f"interrupted: kept the {result.units_done} of {sweep.units} worlds that finished "
-            f"({len(result.rows)} rows) in {out}", highlight=False,
+            f"({result.row_count} rows) in {out}", highlight=False,
         )
     elif not args.json:
-        errors.print(f"{len(result.rows)} rows in {out} ({result.elapsed_s:.1f} s)",
+        errors.print(f"{result.row_count} rows in {out} ({result.elapsed_s:.1f} s)",
                      highlight=False)
     summary = result.summary or summarise(result)
     if args.json:
@@ -188,3 +182,30 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for line in gated:
         errors.print(line, highlight=False)
     return EXIT_GATE if gated else EXIT_OK
+
+
+def _run_to_file(
+    args: argparse.Namespace, sweep: Sweep, out: Path, errors: Console, budget: CheckBudget
+) -> tuple[SweepResult, list[Row]]:
+    """Run the sweep, its rows streaming to ``out``; return the result and the rows kept
+    for a JUnit report or a heatmap (none without those)."""
+    # On a terminal only (as hunt's): piped or logged, its one last line is noise, and
+    # `2>&1 | head` would end the sweep at that write, before its rows are saved.
+    progress = sweep_progress(sweep.name, errors, args.no_progress or not errors.is_terminal)
+    # The rows go to the file as they come (memory flat in the number of worlds); a JUnit
+    # report or a heatmap needs them all, so only then are they kept here as well.
+    kept: list[Row] = []
+    with streaming_rows(out, sweep, args.force) as write:
+        def sink(rows: list[Row]) -> None:
+            write(rows)
+            if args.junit or args.heatmap:
+                kept.extend(rows)
+
+        with progress:
+            task = progress.add_task("sweep", total=sweep.units)
+            result = run_sweep(
+                sweep, workers=args.workers, dask=args.dask,
+                progress=lambda units: progress.advance(task, units), sink=sink,
+                budget=budget,
+            )
+    return result, kept

@@ -321,6 +321,12 @@ def result_json(result: RunResult, publish_started_ms: int) -> dict[str, Any]:
     }
 
 
+#: Runs every check in the given seeds' worlds, handing each seed's results to the
+#: callback in seed order (``compare``'s ``runner``; ``sim.sweep.seeds`` runs them on a pool).
+#: Its last argument says whether the results need their looks (else they may come without).
+Runner = Callable[[Sequence[int], Callable[[int, Sequence[RunResult]], None], bool], None]
+
+
 def compare(
     scenario: Scenario,
     checks: Sequence[Check],
@@ -332,6 +338,7 @@ def compare(
     on_run: Callable[[SeedRun], None] | None = None,
     budget: CheckBudget = DEFAULT_CHECK_BUDGET,
     steps: Sequence[RunStep] = (),
+    runner: Runner | None = None,
 ) -> Comparison:
     """Every check in every seed's world; the release's badness is judged once per seed.
 
@@ -341,6 +348,9 @@ def compare(
     summary comes from running tallies, and ``on_run`` sees each seed's runs as they end.
     ``budget`` is what every check is driven under (``sim.checkload.budget``).
     Each of ``steps`` gives one more row per seed, after the checks', on the same truth.
+    ``runner`` runs the checks' worlds elsewhere (a pool: ``sim.sweep.seeds``, which hands
+    the budget on); the results are folded here in seed order either way, so the comparison
+    is the same.
     """
     names = tuple(check_name(c) for c in checks) + tuple(s.name for s in steps)
     if len(set(names)) != len(names):
@@ -349,13 +359,16 @@ def compare(
     stats = dict.fromkeys(names, CheckStats())
     runs = []
     failures = []
-    first_seed = last_seed = None
+    first_seed: int | None = None
+    last_seed: int | None = None
     total = 0
-    for seed in seeds:
+
+    def take(seed: int, given: Sequence[RunResult]) -> None:
+        nonlocal total, first_seed, last_seed
         total += 1
         first_seed = seed if first_seed is None else first_seed
         last_seed = seed
-        results = tuple(run_checks(scenario, seed, checks, budget)) if checks else ()
+        results = tuple(given)
         bad = results[0].bad if results else ground_truth(scenario, seed)
         results += tuple(step(scenario, seed, bad) for step in steps)
         for result in results:
@@ -371,6 +384,14 @@ def compare(
             on_run(run)
         if keep_runs:
             runs.append(run)
+
+    if runner is None or not checks:
+        for seed in seeds:
+            take(seed, run_checks(scenario, seed, checks, budget) if checks else ())
+    else:
+        # A range stays a range: it is what a pool's tasks carry to their workers.
+        needs_looks = keep_runs or on_result is not None or on_run is not None
+        runner(seeds if isinstance(seeds, range) else list(seeds), take, needs_looks)
     return Comparison(
         scenario=scenario.name,
         description=scenario.description,

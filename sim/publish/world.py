@@ -410,8 +410,47 @@ def run(
         return _result(world, check, bad, trace)
 
 
+#: ``run_checks`` shares worlds while sharing saves at least this share of them; below, it
+#: gives each check a world of its own. Measured (process time, paired, issue 22): where the
+#: checks all decide apart, sharing simulates as many worlds and costs more (6 built-ins in
+#: sept25-crash-loop: 6.0 worlds a seed, shared 1.14x a world per check, quartiles
+#: 1.09-1.17x; benchmarks/bench_sharing.py); a sweep world of crash_period_vs_look_delay
+#: takes 1.13 worlds for its 2 checks.
+SHARE_MIN_SAVING = 0.1
+#: Past this many calls without sharing it is tried again, as the worlds may have changed.
+SHARE_PROBE_EVERY = 32
+
+
+@dataclass(slots=True)
+class _Gain:
+    """What sharing has saved for one list of checks in this process (a running mean)."""
+
+    worlds: float = 0.0  # worlds simulated per check, in the calls that shared
+    shared: int = 0
+    since: int = 0  # calls since the last that shared
+
+    def share(self) -> bool:
+        """Whether this call shares: yes while learning, while it pays, and now and then."""
+        if self.shared < 4 or self.worlds <= 1.0 - SHARE_MIN_SAVING:
+            return True
+        self.since += 1
+        return self.since >= SHARE_PROBE_EVERY
+
+    def saw(self, worlds: int, checks: int) -> None:
+        """One call shared, and simulated ``worlds`` worlds for ``checks`` checks."""
+        weight = 1 / min(self.shared + 1, 16)  # the recent past counts most
+        self.worlds += (worlds / checks - self.worlds) * weight
+        self.shared += 1
+        self.since = 0
+
+
+#: Per list of check names (the scenario changes from world to world in a sweep).
+_GAINS: dict[tuple[str, ...], _Gain] = {}
+
+
 def run_checks(
-    scenario: Scenario, seed: int, checks: Sequence[Check], budget: CheckBudget = DEFAULT_CHECK_BUDGET
+    scenario: Scenario, seed: int, checks: Sequence[Check],
+    budget: CheckBudget = DEFAULT_CHECK_BUDGET, share: bool | None = None,
 ) -> list[RunResult]:
     """Every check in the same world (same seed), judged against one ground truth.
 
@@ -420,8 +459,21 @@ def run_checks(
     decide the same thing in the same step share the rest of it, the others ride a new
     world of the same seed that replays what they asked so far. The oracle runs at most
     once, and only when no world proved the release bad by itself.
+
+    Sharing costs a little where it saves nothing (every check decides apart), so by
+    default (``share=None``) it is used while it saves ``SHARE_MIN_SAVING`` of the worlds
+    for these checks in this process; the results are the same either way.
     """
+    gain = None
+    if share is None and len(checks) > 1:
+        key = tuple(check_name(c) for c in checks)
+        gain = _GAINS.get(key) or _GAINS.setdefault(key, _Gain())
+        share = gain.share()
     with gc_paused():
+        if not share and len(checks) > 1:
+            alone = [_simulate(scenario, seed, check, False, budget) for check in checks]
+            bad = any(w.proved_bad for w in alone) or ground_truth(scenario, seed)
+            return [_result(w, check, bad, False) for w, check in zip(alone, checks, strict=True)]
         # The budget's wrapper is the driver's alone: the check itself is what the run reports.
         riders = [
             _Rider(check, drive(budget.guard(check), scenario.publish_started_ms, budget.max_looks))
@@ -434,6 +486,8 @@ def run_checks(
             shared.run()
             worlds.append(shared)
             waiting = shared.away
+        if gain is not None:
+            gain.saw(len(worlds), len(checks))
         bad = any(w.world.proved_bad for w in worlds) or ground_truth(scenario, seed)
         results: dict[int, RunResult] = {}
         for shared in worlds:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import os
 import statistics
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -16,7 +17,8 @@ from typing import IO, TYPE_CHECKING, Any
 from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.publish.compare import SCHEMA_VERSION, OutcomeCounts
 from platform_testbed.sim.runtime.frames import FLOAT, INT, TEXT, frame
-from platform_testbed.sim.runtime.outputs import check_output, replacing, write_atomic
+from platform_testbed.sim.runtime.outputs import check_output, is_special, replacing, write_atomic
+from platform_testbed.sim.runtime.signals import held
 from platform_testbed.sim.show.table import Table, fit, width, wrap
 from platform_testbed.sim.sweep.file import Sweep
 from platform_testbed.sim.sweep.units import Row, check_names, columns
@@ -272,13 +274,74 @@ def streaming_rows(
     path: Path, sweep: Sweep, force: bool = False
 ) -> Iterator[Callable[[Iterable[Row]], None]]:
     """A sink for rows in order, written as they come; the file appears whole when the
-    block ends well, and not at all otherwise (``sim.runtime.outputs.replacing``).
+    block ends well, and not at all otherwise.
 
-    The same bytes as ``write_rows`` given every row at once.
+    The same bytes as ``write_rows`` given every row at once. Each batch is written under
+    ``held``: a Ctrl-C or SIGTERM while it is written comes after its last row, so the
+    file never holds half a row; a second one abandons the stream (the previous file
+    stays). The rows go to a file with no name (Linux's ``O_TMPFILE``) that is given one
+    only when it is whole, so even a SIGKILL mid-sweep leaves nothing beside ``path``.
     """
     target = check_out_path(path, force)
-    with replacing(target, newline="") as handle:
-        yield _row_writer(path, sweep, handle)
+    with _unnamed_beside(target) as handle:
+        write = _row_writer(path, sweep, handle)
+
+        def sink(rows: Iterable[Row]) -> None:
+            with held():
+                write(rows)
+        yield sink
+
+
+@contextlib.contextmanager
+def _unnamed_beside(target: Path) -> Iterator[IO[str]]:
+    """A text file in ``target``'s folder that becomes ``target`` when the block ends well.
+
+    Without ``O_TMPFILE`` (not Linux, or a file system without it) or ``/proc``, a named
+    temporary file (``sim.runtime.outputs.replacing``), which only a SIGKILL leaves behind.
+    A device (``--force``) is written in place.
+    """
+    folder = target.resolve().parent
+    fd = -1
+    if not is_special(target) and hasattr(os, "O_TMPFILE") and Path("/proc/self/fd").is_dir():
+        with contextlib.suppress(OSError):
+            fd = os.open(folder, os.O_TMPFILE | os.O_WRONLY, 0o666)
+    if fd < 0:
+        with replacing(target, newline="") as handle:
+            yield handle
+        return
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        yield handle
+        with held():  # the commit: a signal now waits until the file is in place
+            handle.flush()
+            os.fsync(fd)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(fd, 0o666 & ~umask)  # as open() would make it
+            named = _link_beside(fd, folder, target.name)
+            try:
+                os.replace(named, target.resolve())
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(named)
+                raise
+
+
+def _link_beside(fd: int, folder: Path, name: str) -> Path:
+    """Give the unnamed file ``fd`` a fresh temporary name in ``folder``; return it."""
+    # A folder descriptor makes os.link call linkat(AT_SYMLINK_FOLLOW), which follows the
+    # /proc link to the file; without one it calls link(), which would link the link itself.
+    where = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(100):
+            named = f".{name}.{os.urandom(4).hex()}.tmp"
+            try:
+                os.link(f"/proc/self/fd/{fd}", named, dst_dir_fd=where, follow_symlinks=True)
+            except FileExistsError:
+                continue
+            return folder / named
+    finally:
+        os.close(where)
+    raise FileExistsError(f"no free temporary name beside {folder / name}")
 
 
 def read_rows(path: Path) -> list[Row]:

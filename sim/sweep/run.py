@@ -15,16 +15,18 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.runtime.signals import Readable, die_with, start_forkserver
 from platform_testbed.sim.sweep.file import Sweep
 from platform_testbed.sim.sweep.output import SweepResult, Tally
-from platform_testbed.sim.sweep.units import Progress, Row, check_names, run_units
+from platform_testbed.sim.sweep.units import Progress, check_names, run_units
 
 #: Where ``run_sweep`` hands rows on, in unit order, as they come.
-Sink = Callable[[list[Row]], None]
+Sink = Callable[[list[Any]], None]
 
 # A task should carry at least this much work, so a pool's per-task cost stays small.
 TASK_TARGET_S = 0.1
@@ -32,9 +34,7 @@ TASK_TARGET_S = 0.1
 TASK_CEILING_S = 1.0
 
 
-def _calibrate(
-    sweep: Sweep, done: _InOrder, progress: Progress | None, budget: CheckBudget
-) -> int:
+def _calibrate(work: Work, done: _InOrder, progress: Progress | None) -> int:
     """Run the first units here for ~30 ms; return units per task.
 
     The first unit only warms up (imports, caches) and is not timed; a task is sized
@@ -43,10 +43,10 @@ def _calibrate(
     began = time.perf_counter()
     costs: list[float] = []
     unit = 0
-    while unit < sweep.units and (unit < 2 or time.perf_counter() - began < 0.03):
+    while unit < work.units and (unit < 2 or time.perf_counter() - began < 0.03):
         start = time.perf_counter()
         done.ends[unit] = unit + 1
-        done[unit] = run_units(sweep, unit, unit + 1, budget)[1]
+        done[unit] = work(unit, unit + 1)[1]
         if unit:
             costs.append(time.perf_counter() - start)
         unit += 1
@@ -64,41 +64,138 @@ class _InOrder:
     of an earlier one are held (about the tasks in flight).
     """
 
-    def __init__(self, sink: Sink | None, tally: Tally) -> None:
-        self.done: dict[int, list[Row]] = {}
+    def __init__(self, sink: Sink | None, tally: Tally | None) -> None:
+        self.done: dict[int, list[Any]] = {}
         #: Each task's first unit -> the unit after its last.
         self.ends: dict[int, int] = {}
         self.sink = sink
         self.tally = tally
         self.next = 0  # the first unit not yet handed on
         self.streamed = 0
+        self.units_done = 0
 
-    def __setitem__(self, lo: int, rows: list[Row]) -> None:
+    def __setitem__(self, lo: int, rows: list[Any]) -> None:
         self.done[lo] = rows
+        self.units_done += self.ends[lo] - lo
         while self.sink is not None and self.next in self.done:
             self._hand_on(self.next)
 
     def _hand_on(self, lo: int) -> None:
         rows = self.done.pop(lo)
         assert self.sink is not None
-        self.sink(rows)
-        self.tally.add(rows)
+        # Counted before the sink runs: a sink that writes a batch whole and then lets a
+        # held Ctrl-C through (``streaming_rows``) has handed these rows on.
+        if self.tally is not None:
+            self.tally.add(rows)
         self.streamed += len(rows)
         self.next = self.ends[lo]
+        self.sink(rows)
 
-    def finish(self) -> list[Row]:
+    def finish(self) -> list[Any]:
         """Hand on (or return, with no sink) what is left, in unit order, gaps and all."""
         if self.sink is not None:
             for lo in sorted(self.done):
                 self._hand_on(lo)
             return []
         rows = [row for lo in sorted(self.done) for row in self.done[lo]]
-        self.tally.add(rows)
+        if self.tally is not None:
+            self.tally.add(rows)
         return rows
 
     def last(self) -> int:
         """The last unit given a task so far (-1: none)."""
         return max(self.ends.values(), default=0) - 1
+
+
+class Work(Protocol):
+    """Numbered units of work, split into tasks ``work(lo, hi)`` that give ``(lo, items)``,
+    the items of units ``lo`` to ``hi`` in order. Pickled to each worker (or scattered to
+    Dask once), so a module-level class holding only data."""
+
+    @property
+    def units(self) -> int:
+        """How many units there are."""
+
+    def __call__(self, lo: int, hi: int) -> tuple[int, list[Any]]:
+        """Run units ``lo`` to ``hi`` (exclusive)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _SweepWork:
+    """A sweep's units: each gives one row per check (``sim.sweep.units``); the budget
+    travels with the work (pickled to a pool's or a cluster's worker)."""
+
+    sweep: Sweep
+    budget: CheckBudget
+
+    @property
+    def units(self) -> int:
+        return self.sweep.units
+
+    def __call__(self, lo: int, hi: int) -> tuple[int, list[Any]]:
+        return run_units(self.sweep, lo, hi, self.budget)
+
+
+@dataclass(slots=True)
+class Ran:
+    """What ``run_tasks`` did: the items kept (none with a sink), and how far it got."""
+
+    items: list[Any]
+    units_done: int
+    interrupted: bool
+    tasks: int
+    per_task: int
+    streamed: int
+
+
+def run_tasks(
+    work: Work,
+    workers: int | None = None,
+    dask: str | None = None,
+    progress: Progress | None = None,
+    per_task: int | None = None,
+    *,
+    sink: Sink | None = None,
+    tally: Tally | None = None,
+) -> Ran:
+    """Run every unit of ``work``; items in unit order whoever ran them. Ctrl-C keeps the
+    finished tasks' items (``Ran.interrupted``).
+
+    ``workers`` local processes (default: one per core; 1 runs here, no pool), or the
+    Dask scheduler at ``dask``. ``per_task`` fixes the batch size (default: measured so
+    a task is about ``TASK_TARGET_S`` of work). With ``sink``, items go to it in unit order
+    as they come and none is kept (memory flat in the number of units).
+    """
+    done = _InOrder(sink, tally)
+    interrupted = False
+    tasks = 0
+    size = 0
+    workers = workers or _cores()
+    # Local workers boot (import the simulator) while this process measures the work.
+    pool = _start_pool(workers) if dask is None and workers > 1 and work.units > 1 else None
+    try:
+        size = per_task or _calibrate(work, done, progress)
+        start = done.last() + 1
+        ranges = [(lo, min(lo + size, work.units)) for lo in range(start, work.units, size)]
+        for lo, hi in ranges:
+            done.ends[lo] = hi
+        tasks = len(ranges) + start
+        if dask is not None:
+            _run_dask(work, ranges, dask, done, progress)
+        elif pool is None:
+            for lo, hi in ranges:
+                done[lo] = work(lo, hi)[1]
+                if progress:
+                    progress(hi - lo)
+        else:
+            _run_pool(pool, work, ranges, done, progress)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    items = done.finish()
+    return Ran(items, done.units_done, interrupted, tasks, size if tasks else 0, done.streamed)
 
 
 def run_sweep(
@@ -113,46 +210,15 @@ def run_sweep(
 ) -> SweepResult:
     """Run every unit; rows in unit order. Ctrl-C keeps the finished tasks' rows.
 
-    ``workers`` local processes (default: one per core; 1 runs here, no pool), or the
-    Dask scheduler at ``dask``. ``per_task`` fixes the batch size (default: measured so
-    a task is about ``TASK_TARGET_S`` of work). With ``sink``, rows go to it in unit order
-    as they come and the result keeps none (memory flat in the number of worlds).
-    ``budget`` goes with every task.
+    As ``run_tasks``; with ``sink``, rows go to it in unit order as they come and the
+    result keeps none (memory flat in the number of worlds). ``budget`` goes with every task.
     """
     began = time.perf_counter()
     tally = Tally(check_names(sweep))
-    done = _InOrder(sink, tally)
-    interrupted = False
-    tasks = 0
-    size = 0
-    workers = workers or _cores()
-    # Local workers boot (import the simulator) while this process measures the work.
-    pool = _start_pool(workers) if dask is None and workers > 1 else None
-    try:
-        size = per_task or _calibrate(sweep, done, progress, budget)
-        start = done.last() + 1
-        ranges = [(lo, min(lo + size, sweep.units)) for lo in range(start, sweep.units, size)]
-        for lo, hi in ranges:
-            done.ends[lo] = hi
-        tasks = len(ranges) + start
-        if dask is not None:
-            _run_dask(sweep, ranges, dask, done, progress, budget=budget)
-        elif pool is None:
-            for lo, hi in ranges:
-                done[lo] = run_units(sweep, lo, hi, budget)[1]
-                if progress:
-                    progress(hi - lo)
-        else:
-            _run_pool(pool, sweep, ranges, done, progress, budget=budget)
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-    rows = done.finish()
-    units_done = (len(rows) + done.streamed) // max(len(sweep.checks), 1)
-    result = SweepResult(sweep, rows, units_done, interrupted, time.perf_counter() - began,
-                         tasks, size if tasks else 0, rows_streamed=done.streamed)
+    ran = run_tasks(_SweepWork(sweep, budget), workers, dask, progress, per_task, sink=sink, tally=tally)
+    result = SweepResult(sweep, ran.items, ran.units_done, ran.interrupted,
+                         time.perf_counter() - began, ran.tasks, ran.per_task,
+                         rows_streamed=ran.streamed)
     result.summary = tally.summary(result)
     return result
 
@@ -235,28 +301,28 @@ def _start_pool(workers: int) -> _Pool:
 
 
 def _run_pool(
-    pool: _Pool, sweep: Sweep, ranges: list[tuple[int, int]],
-    done: _InOrder, progress: Progress | None, *, budget: CheckBudget,
+    pool: _Pool, work: Work, ranges: list[tuple[int, int]],
+    done: _InOrder, progress: Progress | None,
 ) -> None:
     remaining = list(ranges)
     # Until the workers are up, this process takes tasks from the far end itself.
     while remaining and not pool.ready():
         lo, hi = remaining.pop()
-        done[lo] = run_units(sweep, lo, hi, budget)[1]
+        done[lo] = work(lo, hi)[1]
         if progress:
             progress(hi - lo)
     pool.started()
-    pending: set[Future[tuple[int, list[Row]]]] = set()
+    pending: set[Future[tuple[int, list[Any]]]] = set()
     try:
         for lo, hi in remaining:
-            pending.add(pool.executor.submit(run_units, sweep, lo, hi, budget))
+            pending.add(pool.executor.submit(work, lo, hi))
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 lo, rows = future.result()
                 done[lo] = rows
                 if progress:
-                    progress(len(rows) // max(len(sweep.checks), 1))
+                    progress(done.ends[lo] - lo)
     except KeyboardInterrupt:
         for future in pending:
             future.cancel()
@@ -269,9 +335,14 @@ def _run_pool(
         raise
 
 
+def _call(work: Work, lo: int, hi: int) -> tuple[int, list[Any]]:
+    """A Dask task: ``work`` arrives scattered, once per worker, not once per task."""
+    return work(lo, hi)
+
+
 def _run_dask(
-    sweep: Sweep, ranges: list[tuple[int, int]], address: str, done: _InOrder,
-    progress: Progress | None, *, budget: CheckBudget,
+    work: Work, ranges: list[tuple[int, int]], address: str, done: _InOrder,
+    progress: Progress | None,
 ) -> None:
     try:
         from distributed import Client, as_completed  # noqa: PLC0415
@@ -286,14 +357,13 @@ def _run_dask(
         raise BadInput(f"--dask {address}: cannot reach the scheduler ({error})") from None
     futures = []
     try:
-        remote = client.scatter(sweep, broadcast=True)
-        futures = [client.submit(run_units, remote, lo, hi, budget, pure=False)
-                   for lo, hi in ranges]
+        remote = client.scatter(work, broadcast=True)
+        futures = [client.submit(_call, remote, lo, hi, pure=False) for lo, hi in ranges]
         for future in as_completed(futures):
             lo, rows = future.result()
             done[lo] = rows
             if progress:
-                progress(len(rows) // max(len(sweep.checks), 1))
+                progress(done.ends[lo] - lo)
     except KeyboardInterrupt:
         client.cancel([f for f in futures if not f.done()])
         for future in futures:
