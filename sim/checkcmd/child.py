@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from platform_testbed.sim.checkcmd.wire import shorten
 
@@ -27,17 +27,12 @@ class ExternalCheckError(RuntimeError):
     """The check's command hung, died, or answered something that is not a protocol answer."""
 
 
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid``, children first (from ``/proc``; none elsewhere).
-
-    Read before the kill: a grandchild that left the group with ``setsid`` is outside
-    ``killpg``'s reach, but still below the child while the child lives.
-    """
-    below: dict[int, list[int]] = {}
+def _parents() -> Iterator[tuple[int, int]]:
+    """Every live process as (pid, parent pid), from ``/proc`` (none elsewhere)."""
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return []
+        return
     for name in entries:
         if not name.isdigit():
             continue
@@ -47,7 +42,18 @@ def descendants(pid: int) -> list[int]:
                 ppid = int(handle.read().rsplit(b")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue  # gone since listed, or not readable
-        below.setdefault(ppid, []).append(int(name))
+        yield int(name), ppid
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid``, children first (from ``/proc``; none elsewhere).
+
+    Read before the kill: a grandchild that left the group with ``setsid`` is outside
+    ``killpg``'s reach, but still below the child while the child lives.
+    """
+    below: dict[int, list[int]] = {}
+    for child, ppid in _parents():
+        below.setdefault(ppid, []).append(child)
     found, queue = [], list(below.get(pid, ()))
     while queue:
         child = queue.pop(0)
@@ -82,21 +88,14 @@ def adopted(mark: str) -> list[int]:
     """This process's children that carry ``mark``: left behind by a check command whose
     process between them has exited (a double fork, with or without ``setsid``)."""
     me, found, wanted = os.getpid(), [], f"{MARK_ENV}={mark}".encode()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for name in entries:
-        if not name.isdigit():
+    for child, ppid in _parents():
+        if ppid != me:
             continue
         try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                if int(handle.read().rsplit(b")", 1)[1].split()[1]) != me:
-                    continue
-            with open(f"/proc/{name}/environ", "rb") as handle:
+            with open(f"/proc/{child}/environ", "rb") as handle:
                 if wanted in handle.read().split(b"\0"):
-                    found.append(int(name))
-        except (OSError, ValueError, IndexError):
+                    found.append(child)
+        except OSError:
             continue  # gone, a zombie (no environ), or not ours to read
     return found
 
