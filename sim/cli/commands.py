@@ -33,7 +33,7 @@ from platform_testbed.sim.cli.pool import seed_runner
 from platform_testbed.sim.config import scenario
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
 from platform_testbed.sim.config.scenario import BadInput
-from platform_testbed.sim.config.settings import at_most, env_limit, first_seed
+from platform_testbed.sim.config.settings import at_most, env_limit, first_seed, seed_range
 from platform_testbed.sim.publish.compare import SCHEMA_VERSION, compare
 from platform_testbed.sim.publish.recording import Recorder, load_recordings, replay_all, replay_json
 from platform_testbed.sim.publish.world import run
@@ -132,9 +132,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)}; "
                            f"running: {', '.join(rows)})")
     seed = loaded.seed if args.seed is None else args.seed
-    first_seed(seed)
+    # The first seed and the last (--seed S --runs N ends at S + N - 1), before any world runs.
+    seeds: Iterable[int] = seed_range("--runs", first_seed(seed), args.runs)
     recorder = Recorder(loaded.publish_started_ms, loaded.check.model_dump(), setups(built))
-    seeds: Iterable[int] = range(seed, seed + args.runs)
     runner = seed_runner(args, loaded, names_asked, check_options(args.check_opt), budget)  # None: here
     # A bar on stderr for long comparisons, only where a person watches (never in CI logs).
     if args.runs >= 50 and sys.stderr.isatty() and runner is None:
