@@ -347,8 +347,18 @@ class World:
         return self.machines[0].app.scenario(len(self.machines), horizon_s, check)
 
     def look(self, at_ms: int) -> Look:
-        """Every machine read at ``at_ms``."""
-        return Look(at_ms, tuple(m.snapshot(at_ms) for m in self.machines))
+        """Every machine read at ``at_ms``, with the states before the publish (as the simulator)."""
+        return Look(at_ms, tuple(m.snapshot(at_ms) for m in self.machines), self.pre_deploy)
+
+    @property
+    def pre_deploy(self) -> dict[str, str] | None:
+        """Each existing machine's state just before the publish, as the simulator's roll records it.
+
+        A machine still ``created`` (one the publish launches) does not exist yet; None when
+        no machine does.
+        """
+        states = {m.id: m._state(PUBLISH_MS - 1) for m in self.machines}
+        return {k: v for k, v in states.items() if v != "created"} or None
 
     @property
     def bad(self) -> bool:
@@ -409,6 +419,7 @@ def _drive_deploying(check: Check, w: World, max_looks: int) -> Run:
     apps = {m.id: m.app for m in w.machines}
     current = {m.id: history(m.id, m.app, w.horizon_ms, random.Random(streams[m.id]), None)
                for m in w.machines}
+    before = w.pre_deploy
     looks: list[Look] = []
     now = PUBLISH_MS
     steps = drive_deploying(check, PUBLISH_MS, max_looks=max_looks)
@@ -430,7 +441,7 @@ def _drive_deploying(check: Check, w: World, max_looks: int) -> Run:
                 now += to_ms(step)
                 if now > w.horizon_ms:
                     return Run(None, tuple(looks))
-            looks.append(Look(now, tuple(h.snapshot(now) for h in current.values())))
+            looks.append(Look(now, tuple(h.snapshot(now) for h in current.values()), before))
             step = steps.send(looks[-1])
     except StopIteration as done:
         return Run(done.value, tuple(looks))
