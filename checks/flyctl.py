@@ -192,7 +192,7 @@ class _Rollout:
 
 @dataclass(frozen=True)
 class FlyctlSmokeCheck:
-    """flyctl's rolling deploy, per machine: wait for a settled state, then a 10 s smoke check.
+    """flyctl's rolling deploy, a pool at a time: a settled state, then a 10 s smoke check per machine.
 
     Ported from superfly/flyctl at commit ``ad0172fa`` (FLYCTL_COMMIT), the path
     ``internal/command/deploy/plan.go`` runs (``updateMachinesWRecovery``), line by line
@@ -273,7 +273,7 @@ class FlyctlSmokeCheck:
        recoverable, so the update runs again, the first retry at once and each later one
        1 s after the last failed, while ``attempts <= deploy_retries`` (R + 1 retries for
        R >= 1); then the first error is the verdict. A retry does not update a machine
-       again (same config, ``updateMachineConfig`` l.831-833): it waits and checks it
+       again (same config, ``updateMachineConfig`` l.830-832): it waits and checks it
        afresh; a machine that passed stays passed (``healthChecksPassed``); the listen wait
        is not repeated. A smoke-check failure is an ``unrecoverableError`` (l.635): never
        retried. ``deploy_retries`` defaults to ``auto`` in flyctl, a LaunchDarkly flag
@@ -458,7 +458,7 @@ class FlyctlSmokeCheck:
 
         A machine not yet updated is asked for (``Update``) and judged from the next look;
         one a failed pass already updated is not updated again (``updateMachineConfig``
-        returns early when the config is the same, plan.go l.831-833) and waits afresh
+        returns early when the config is the same, plan.go l.830-832) and waits afresh
         from now. True when such a machine started: it is judged in this look.
         """
         judged_now = False

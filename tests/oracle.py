@@ -559,7 +559,7 @@ def decide_flyctl(  # noqa: PLR0915 - one loop, step by step as flyctl's flow re
 # - l.283-344: after a recoverable failure, with pushForward: loop { if attempts >
 #   deployRetries: return the first error; re-read the state; run the update again
 #   (every machine: one already updated is not updated again, as its config is the same,
-#   l.831-833, but waits and is checked afresh; one that passed its checks is done,
+#   l.830-832, but waits and is checked afresh; one that passed its checks is done,
 #   ``healthChecksPassed`` being package state); on success stop; on an unrecoverable
 #   error return it; attempts += 1; sleep 1 s }. The first retry therefore runs at once.
 #   Machines are taken in id order (l.306-310 sorts them; the map iteration after it is
