@@ -14,7 +14,7 @@ from pydantic import (
 )
 
 from platform_testbed.checks.timing import DEFAULT_MAX_REHEAL_S, DrainTiming
-from platform_testbed.sim.config.numbers import Table
+from platform_testbed.sim.config.numbers import Seed, Table
 from platform_testbed.sim.config.scenario import scenarios_dir
 from platform_testbed.sim.config.settings import load_settings, validated
 from platform_testbed.sim.config.shipped import shipped_rollouts
@@ -141,7 +141,7 @@ class RolloutScenario(_Table):
 
     name: str
     description: str = ""
-    seed: int = Field(0, ge=0)
+    seed: Seed = 0
     settle_s: float = Field(60.0, ge=0, le=DAY_S)
     fleet: FleetTable = FleetTable()
     balancer: BalancerTable = BalancerTable()
