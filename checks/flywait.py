@@ -16,6 +16,12 @@ Known difference from flyctl, by construction: flyctl re-polls after each 408 or
 with a jittered 0.5-2 s backoff (``WaitForState`` l.274-281); a state entered and left
 inside that gap would be missed by flyctl, where ``reached_at`` (and the twin, which
 answers whatever happens while a poll is held) count it. A 60 s poll makes that rare.
+
+Known difference between the twin and a reading from looks: a requested stop during the
+wait (an autostop, a client's stop) writes no entry (``enters``), so the twin answers it
+at the moment the machine reads stopped, and a reader of looks at the first look that
+shows it stopped. Counting those exits instead would count each update's own stop, which
+a client that updates machines one by one writes after the publish began.
 """
 
 from __future__ import annotations
