@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from .failsafe import lost_machines
+from .flywait import pre_deploy_state, reached_at
 from .memo import PerCheck
 from .model import Event, Look, MachineSnapshot, Verdict, Wait, in_ms, to_s
 from .options import INTERVAL, SECONDS, refuse_out_of_range
@@ -32,49 +33,6 @@ ASLEEP = ("stopped", "suspended")
 #: flyctl's listen-address wait (``machines_deploymachinesapp.go``
 #: ``defaultListenAddressCheckTimeout`` l.1276): at least 15 s.
 LISTEN_WAIT_S = 15.0
-
-
-def pre_deploy_state(machine: MachineSnapshot, publish_started_ms: int) -> str | None:
-    """The machine's state before the publish, read from its events older than the publish.
-
-    flyctl reads it from ``List`` before any update (``plan.go``
-    ``updateExistingMachinesWRecovery``, ``originalMachine`` l.369-374). A look after the
-    publish can only show it through the events that predate the publish: the newest such
-    event's status is the state it left (``start/started`` -> started, ``exit/stopped`` ->
-    stopped, ``launch/created`` -> created, ...). An exit with ``restarting = true`` means
-    flyd was restarting the machine; its state then is not public: assumed ``starting``.
-    None when the list kept no event from before the publish.
-    """
-    for event in machine.events:  # newest first
-        if event.timestamp < publish_started_ms:
-            if event.type == "exit" and event.restarting:
-                return "starting"
-            return event.status or None
-    return None
-
-
-def reached_at(
-    machine: MachineSnapshot, states: Sequence[str], since_ms: int
-) -> tuple[int, str] | None:
-    """When, and in which state, the machine first entered ``states`` since ``since_ms``.
-
-    flyctl waits through the flaps long poll (``plan.go`` ``waitForMachineState``,
-    ``leasable_machine.go`` ``WaitForState``; fly-go ``flaps_machines_wait.go``): a state
-    entered at any moment within the timeout counts, not only one a sample happens to
-    catch. Judged here from the visible event list (an event's status is the state it
-    enters), and the look's own state at its time. A requested-stop exit is the update's
-    own stop of the old process, before flyctl starts waiting: not counted (assumed; what
-    ``/wait`` answers for it is not public, nor whether it answers a machine already in
-    the state).
-    """
-    found = (machine.at_ms, machine.state) if machine.state in states else None
-    for event in machine.events:  # newest first: the last match is the earliest
-        if event.timestamp < since_ms:
-            break
-        counts = event.status in states and not (event.type == "exit" and event.requested_stop)
-        if counts and (found is None or event.timestamp <= found[0]):
-            found = (event.timestamp, event.status)
-    return found
 
 
 def jittered(low_s: float, high_s: float, seed: int, machine_id: str, attempt: int) -> float:
@@ -158,7 +116,7 @@ class _Reads:
         #: Whether the one listen-address wait (first machine of the group) was taken.
         self.listened = False
         for machine in first.machines:
-            state = pre_deploy_state(machine, publish_started_ms)
+            state = pre_deploy_state(machine, publish_started_ms, first.pre_deploy)
             if state is None and first.at_ms == publish_started_ms and machine.state in ASLEEP:
                 # The simulator updates and looks in one instant: a machine that instant
                 # shows stopped or suspended was not running, and the update left it so.

@@ -57,6 +57,9 @@ class _World:
     #: Set once a rollback changed the machines: from then on the run is no oracle.
     diverged: bool = False
     waking: bool = False  # fly-proxy's autostart ([traffic] autostart) is on its way
+    #: Each machine's state just before the roll (those that existed): what a deploy
+    #: tool's List showed then; every look after the publish carries it (``Look.pre_deploy``).
+    pre_deploy: dict[str, str] | None = None
     _proxy_rng: random.Random | None = None
 
     @property
@@ -112,7 +115,7 @@ def _look(world: _World) -> RecordedLook:
     machines = world.machines
     at_ms = world.scenario.platform.epoch_ms + round(world.env.now * 1000)
     return RecordedLook(
-        Look(at_ms, tuple([m.snapshot(at_ms) for m in machines])),
+        Look(at_ms, tuple([m.snapshot(at_ms) for m in machines]), world.pre_deploy),
         tuple([m.log.dropped for m in machines]),
     )
 
@@ -195,6 +198,8 @@ def _roll(world: _World, launch_previous: bool) -> Generator[Any, Any, None]:
         for machine in world.machines:
             machine.launch(world.previous)
     yield publish
+    # A machine still ``created`` does not exist yet for the platform: the roll launches it.
+    world.pre_deploy = {m.id: m.state for m in world.machines if m.state != "created"} or None
     start_stopped = world.scenario.publish.start_stopped
     for machine in world.machines:
         if machine.state == "created":
