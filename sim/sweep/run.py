@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
-from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.runtime.scheduler import DASK_TIMEOUT_S, completed, connect_client
 from platform_testbed.sim.runtime.signals import Readable, die_with, start_forkserver
 from platform_testbed.sim.sweep.file import Sweep
 from platform_testbed.sim.sweep.output import Chunk, RowFormat, StreamSink, SweepResult, Tally
@@ -454,22 +454,13 @@ def _run_dask(
     work: Work, ranges: list[tuple[int, int]], address: str, done: _InOrder,
     progress: Progress | None,
 ) -> None:
-    try:
-        from distributed import Client, as_completed  # noqa: PLC0415
-    except ImportError:
-        raise BadInput(
-            "--dask: Dask distributed is not installed (pip install "
-            "'platform-simulator-testbed[dask]')"
-        ) from None
-    try:
-        client = Client(address, timeout="10s")
-    except Exception as error:
-        raise BadInput(f"--dask {address}: cannot reach the scheduler ({error})") from None
+    # Started and heard from within bounds: a scheduler gone silent ends the sweep in one line.
+    client = connect_client(address)
     futures = []
     try:
         remote = client.scatter(work, broadcast=True)
         futures = [client.submit(_call, remote, lo, hi, pure=False) for lo, hi in ranges]
-        for future in as_completed(futures):
+        for future in completed(client, futures, address):
             lo, rows = future.result()
             done[lo] = rows
             if progress:
@@ -482,5 +473,5 @@ def _run_dask(
                 done[lo] = rows
         raise
     finally:
-        client.close()
+        client.close(timeout=DASK_TIMEOUT_S)
 
