@@ -26,7 +26,7 @@ from platform_testbed.checks import Event, MachineSnapshot
 from platform_testbed.sim.config.profiles import PROFILES, Spec
 from platform_testbed.sim.config.scenario import AppTable, PlatformTable
 from platform_testbed.sim.platform import behavior
-from platform_testbed.sim.platform.eventlog import EventLog, Record
+from platform_testbed.sim.platform.eventlog import EventLog
 from platform_testbed.sim.platform.restarting import RestartBudget
 from platform_testbed.sim.platform.serving import Serving
 
@@ -39,7 +39,9 @@ class Image:
     app: AppTable
 
 
-_snapshot = tuple.__new__
+#: ``tuple.__new__``: a named tuple built from its fields in order, without the named
+#: tuple's Python-level ``__new__`` (snapshots at every look, events at every write).
+_named = tuple.__new__
 
 #: An exit's own fields: (exit_code, oom_killed, requested_stop, restarting, restart_count).
 ExitFields = tuple[int | None, bool, bool, bool, int]
@@ -157,7 +159,7 @@ class Machine:
         image = self.image
         # ``MachineSnapshot(...)`` with every field given, without the named tuple's
         # Python-level ``__new__``: every look builds one per machine.
-        return _snapshot(MachineSnapshot, (
+        return _named(MachineSnapshot, (
             self.id,
             self._state,
             image.ref if image is not None else "",
@@ -370,13 +372,15 @@ class Machine:
             records = self._records
             keep = self.all_events
             for kind, status, source, is_exit in specs:
-                record: Record = (
+                # ``Event(...)`` with every field given, without the named tuple's
+                # Python-level ``__new__`` (``eventlog._event``).
+                event: Event = _named(Event, (
                     (kind, status, stamp, source, *exit_fields) if is_exit
                     else (kind, status, stamp, source, None, False, False, False, 0)
-                )
-                records.append(record)
+                ))
+                records.append(event)
                 if keep is not None:
-                    keep.append(Event(*record))
+                    keep.append(event)
             self.log.appended += len(specs)
         if state is None:
             return
