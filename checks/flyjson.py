@@ -47,7 +47,12 @@ A **recording** is JSON Lines, one look per line, in the order they were taken::
 platform time the publish began, ``machines`` the machine objects read at that moment,
 and the optional ``run`` labels which run a line belongs to, so one file can hold the
 looks of several checks' runs; lines of a run share one ``publish_started_ms`` and
-never go back in time. Blank lines are skipped. A malformed line raises
+never go back in time. The optional ``pre_deploy`` (testbed extension) is each
+machine's state before the publish, ``{"m1": "started", ...}`` (a Fly machine state per
+id), as the recorder knew it (a deploy tool's ``List`` before its update): flyctl-smoke
+reads it before any event (``checks.flywait.pre_deploy_state``). One declaration holds
+for every look of its run (a line without one takes its run's); two lines of a run may
+not declare different ones. Blank lines are skipped. A malformed line raises
 ``RecordingError`` whose one-line message names the line number and the field.
 
 A **raw payload** is what the API (or ``fly machine status --json`` / ``fly m list
@@ -72,7 +77,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from .drive import MAX_LOOKS, drive
@@ -88,7 +93,7 @@ from .flyapi import (
     parse_rfc3339_ms,
     show_json,
 )
-from .model import Look, MachineSnapshot, Verdict, to_ms
+from .model import MACHINE_STATES, Look, MachineSnapshot, Verdict, to_ms
 from .protocol import Check
 
 # The API objects of one machine are read and written by ``checks.flyapi``; its public
@@ -140,6 +145,8 @@ def look_to_json(
         obj["run"] = run
     if check_options:
         obj["check_options"] = dict(check_options)
+    if look.pre_deploy:
+        obj["pre_deploy"] = dict(look.pre_deploy)
     return json.dumps(obj, separators=(",", ":"))
 
 
@@ -183,39 +190,69 @@ def parse_line(text: str, line: int = 1) -> RecordedLine:
     look = Look(
         at_ms,
         tuple(machine_from_api(m, at_ms, line, f"machines[{i}].") for i, m in enumerate(machines)),
+        _pre_deploy(read, obj.get("pre_deploy")),
     )
     return RecordedLine(look, publish_started_ms, run, options)
+
+
+def _pre_deploy(read: Reader, value: Any) -> dict[str, str] | None:
+    """A line's ``pre_deploy``: machine ids to Fly machine states, checked field by field."""
+    if value is None:
+        return None
+    declared = read.mapping(value, "pre_deploy")
+    for machine_id, state in declared.items():
+        if state not in MACHINE_STATES:
+            raise read.fail(f"pre_deploy.{machine_id}",
+                            f"must be one of {', '.join(MACHINE_STATES)}, got {show_json(state)}")
+    return dict(declared)
 
 
 def read_recordings(lines: Iterable[str]) -> list[Recording]:
     """Every run in a recording, in order of first appearance; blank lines are skipped."""
     runs: dict[str | None, tuple[int, list[Look]]] = {}
     options: dict[str | None, Mapping[str, Any] | None] = {}
+    declared: dict[str | None, Mapping[str, str] | None] = {}
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
         parsed = parse_line(text, number)
+        look = parsed.look
         if parsed.run not in runs:
-            runs[parsed.run] = (parsed.publish_started_ms, [parsed.look])
+            runs[parsed.run] = (parsed.publish_started_ms, [look])
             options[parsed.run] = parsed.check_options
+            declared[parsed.run] = look.pre_deploy
             continue
         started, looks = runs[parsed.run]
+        known = declared[parsed.run]
+        if known is None:
+            declared[parsed.run] = look.pre_deploy
+        elif look.pre_deploy is not None and dict(look.pre_deploy) != dict(known):
+            raise RecordingError(f"line {number}: field 'pre_deploy' differs from the one "
+                                 "earlier lines of this run declare; a run has one")
         if parsed.publish_started_ms != started:
             raise RecordingError(
                 f"line {number}: field 'publish_started_ms' is {parsed.publish_started_ms}, "
                 f"but earlier lines of this run say {started}"
             )
-        if parsed.look.at_ms < looks[-1].at_ms:
+        if look.at_ms < looks[-1].at_ms:
             raise RecordingError(
-                f"line {number}: field 'at_ms' is {parsed.look.at_ms}, earlier than the "
+                f"line {number}: field 'at_ms' is {look.at_ms}, earlier than the "
                 f"previous look of this run ({looks[-1].at_ms}); looks must be in time order"
             )
-        looks.append(parsed.look)
+        looks.append(look)
     # dict order is the order runs first appeared in the file: deterministic.
+    # A run's declaration holds for each of its looks, those before the line that made it too.
     return [
-        Recording(started, tuple(looks), run, options[run])
+        Recording(started, tuple(_declare(look, declared[run]) for look in looks), run,
+                  options[run])
         for run, (started, looks) in runs.items()
     ]
+
+
+def _declare(look: Look, pre_deploy: Mapping[str, str] | None) -> Look:
+    if pre_deploy is None or look.pre_deploy is not None:
+        return look
+    return replace(look, pre_deploy=pre_deploy)
 
 
 def read_recording(lines: Iterable[str]) -> Recording:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -104,6 +104,10 @@ class Look:
 
     at_ms: int
     machines: tuple[MachineSnapshot, ...]
+    #: Each machine's state before the publish, by id, where the one who looked knew it
+    #: (a deploy tool's ``List`` before its update; the simulator; a recording that says):
+    #: read before any event (``checks.flywait.pre_deploy_state``). Not hashed: a mapping.
+    pre_deploy: Mapping[str, str] | None = field(default=None, hash=False)
     #: The snapshots by machine id, built on first use: checks look machines up by id in
     #: every look, and a scan per lookup made a 10,000-machine look quadratic.
     _by_id: dict[str, MachineSnapshot] | None = field(
@@ -126,6 +130,19 @@ class Wait:
     """Wait this many seconds, take a look, and ask the check again."""
 
     seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """Update these machines to the release now, take a look in the same instant, ask again.
+
+    Only a check that deploys asks it (``checks.protocol.Deploying``), and only of a driver
+    that carries it out: the simulator and the test kit's ``drive_world`` do; replay and a
+    check command do not (``checks.drive`` refuses it there, in one line). flyctl updates a
+    pool of machines at a time (``plan.go`` ``updateProcessGroup``): the check says which.
+    """
+
+    machine_ids: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,8 +72,8 @@ def _call(case: schemathesis.Case, served: Session) -> None:
     if case.path_parameters.get("machine_id") and len(case.path_parameters["machine_id"]) % 2:
         case.path_parameters["machine_id"] = "m1"
     # The checks the issue asks for. Not schemathesis' positive_data_acceptance: a request
-    # valid by the schema may still be one Fly refuses (an unknown image, a wait for stopped
-    # without instance_id), and the twin answers those as Fly does, with 400.
+    # valid by the schema may still be one Fly refuses (an unknown image), and the twin
+    # answers those as Fly does, with 400.
     case.call_and_validate(
         base_url=f"{served.server.url}/v1",
         headers={"Authorization": f"Bearer {TOKEN}"},

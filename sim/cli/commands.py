@@ -12,13 +12,13 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
-from typing import Any
 
 from platform_testbed.checks import BUILTIN_CHECKS, Check
 from platform_testbed.sim import checkcmd
 from platform_testbed.sim.checkload.budget import CheckBudget, check_budget
 from platform_testbed.sim.checkload.loader import build_checks, load_checks, setups
 from platform_testbed.sim.cli import expect, twinopts
+from platform_testbed.sim.cli.checkopts import check_options
 from platform_testbed.sim.cli.compareopts import (
     INLINE_RUNS,
     MAX_RUNS,
@@ -32,8 +32,8 @@ from platform_testbed.sim.cli.compareopts import (
 from platform_testbed.sim.cli.pool import seed_runner
 from platform_testbed.sim.config import scenario
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
-from platform_testbed.sim.config.scenario import BadInput, parse_value
-from platform_testbed.sim.config.settings import at_most, env_limit, first_seed
+from platform_testbed.sim.config.scenario import BadInput
+from platform_testbed.sim.config.settings import at_most, env_limit, first_seed, seed_range
 from platform_testbed.sim.publish.compare import SCHEMA_VERSION, compare
 from platform_testbed.sim.publish.recording import Recorder, load_recordings, replay_all, replay_json
 from platform_testbed.sim.publish.world import run
@@ -41,16 +41,6 @@ from platform_testbed.sim.show import junit, report
 
 # As in sim.cli.parser (which cannot be imported from here: it imports this module).
 EXIT_OK, EXIT_EXPECTATION = 0, 1
-
-
-def _options(items: list[str]) -> dict[str, Any]:
-    options = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise BadInput(f"--check-opt {item!r}: expected KEY=VALUE")
-        options[key] = parse_value(value)
-    return options
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -132,7 +122,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     twinopts.bound_wall(steps, args.runs, "run(s)")
     # A real process alone replaces the all-built-ins default, as a --check-cmd does.
     built = [] if steps and not names_asked else build_checks(
-        names_asked, loaded.check, _options(args.check_opt))
+        names_asked, loaded.check, check_options(args.check_opt))
     checks = [b.check for b in built]
     names = [b.setup.name for b in built]
     twinopts.check_against(steps, names, args)
@@ -142,10 +132,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)}; "
                            f"running: {', '.join(rows)})")
     seed = loaded.seed if args.seed is None else args.seed
-    first_seed(seed)
+    # The first seed and the last (--seed S --runs N ends at S + N - 1), before any world runs.
+    seeds: Iterable[int] = seed_range("--runs", first_seed(seed), args.runs)
     recorder = Recorder(loaded.publish_started_ms, loaded.check.model_dump(), setups(built))
-    seeds: Iterable[int] = range(seed, seed + args.runs)
-    runner = seed_runner(args, loaded, names_asked, _options(args.check_opt), budget)  # None: here
+    runner = seed_runner(args, loaded, names_asked, check_options(args.check_opt), budget)  # None: here
     # A bar on stderr for long comparisons, only where a person watches (never in CI logs).
     if args.runs >= 50 and sys.stderr.isatty() and runner is None:
         from rich.console import Console  # noqa: PLC0415 -- rich only when a bar is shown
@@ -206,7 +196,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     wanted = expect.parse(args.expect)
     recordings = load_recordings(args.recording, args.at_ms, args.publish_ms)
     rows = replay_all(recordings, checkcmd.with_commands(args.check, args),
-                      _options(args.check_opt), budget)
+                      check_options(args.check_opt), budget)
     misses = expect.judge(wanted, rows)
     junit.write(args.junit, [junit.replay_suite(args.recording, rows, misses)])
     if args.json:
@@ -225,7 +215,7 @@ def cmd_checks(args: argparse.Namespace) -> int:
     reports = []
     asked = args.check or (list(BUILTIN_CHECKS) if args.check_cmd else [])
     names = checkcmd.with_commands(asked, args)
-    extra = _options(args.check_opt)
+    extra = check_options(args.check_opt)
     shipped = scenario.shipped()
     # --check-http/--deploy-cmd: a row each beside the checks', in every scenario's worlds.
     steps = twinopts.steps(args)

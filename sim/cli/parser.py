@@ -20,7 +20,7 @@ from platform_testbed.checks import BUILTIN_CHECKS
 from platform_testbed.sim import checkcmd
 from platform_testbed.sim.checkload.budget import add_check_limits
 from platform_testbed.sim.cli import completion, expect, twinopts
-from platform_testbed.sim.cli.checkopts import add_check_option
+from platform_testbed.sim.cli.checkopts import add_check_opt_option, add_check_option
 from platform_testbed.sim.cli.compareopts import add_gate_options, add_output_options
 from platform_testbed.sim.cli.hunt import add_hunt_parser
 from platform_testbed.sim.cli.parsers import add_lint_timing_parser, add_rollout_parser, add_sweep_parser
@@ -156,11 +156,7 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 -- every subcomm
     )
     comp.add_argument("scenario", help="a shipped scenario name (see `testbed list`) or a .toml path")
     add_check_option(comp, what=f"a built-in check ({', '.join(BUILTIN_CHECKS)})")
-    comp.add_argument(
-        "--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
-        help="an option for every chosen check declaring KEY, built-in or yours, or for check "
-        "NAME alone (repeatable; overrides the scenario's [check], see below)",
-    )
+    add_check_opt_option(comp)
     comp.add_argument("--seed", type=int, help="seed of the first world (default: the scenario's)")
     comp.add_argument("--runs", type=int, default=1, metavar="N",
                       help="run N seeds: SEED … SEED+N-1 (default 1)")
@@ -197,9 +193,7 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 -- every subcomm
     )
     add_check_option(rep, note="default: all built-ins; a run recorded by the simulator goes "
                      "to the check that recorded it")
-    rep.add_argument("--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
-                     help="an option for every chosen check declaring KEY, or for check NAME "
-                     "(repeatable; overrides the recording's check_options)")
+    add_check_opt_option(rep)
     rep.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     _add_debug(rep)
     expect.add_argument(rep)
@@ -215,8 +209,7 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 -- every subcomm
     table.add_argument("--runs", type=int, default=10, metavar="N",
                        help="N seeds per scenario (default 10)")
     add_check_option(table)
-    table.add_argument("--check-opt", action="append", default=[], metavar="[NAME.]KEY=VALUE",
-                       help="an option for the checks declaring KEY (as in compare)")
+    add_check_opt_option(table)
     table.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     table.add_argument("--markdown", action="store_true", help="print a Markdown table (the README's)")
     add_check_limits(comp, rep, table)

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from platform_testbed.checks.timing import check_timing
-from platform_testbed.sim.config.settings import at_most, first_seed
+from platform_testbed.sim.config.settings import at_most, first_seed, seed_range
 from platform_testbed.sim.rollout.config import load
 from platform_testbed.sim.rollout.report import lint_json, lint_text, rollout_table
 from platform_testbed.sim.rollout.runs import SCHEMA_VERSION, run_rollout
@@ -24,7 +24,7 @@ def rollout_command(args: argparse.Namespace) -> int:
     # The same forms as compare's: the option, the rule, then the value given.
     first_seed(seed)
     at_most("--runs", args.runs, MAX_RUNS)
-    runs = run_rollout(scenario, range(seed, seed + args.runs))
+    runs = run_rollout(scenario, seed_range("--runs", seed, args.runs))  # none past MAX_SEED
     if args.json:
         document = runs.to_json()
         if args.summary:

@@ -9,15 +9,30 @@ either before the field's own validation (one rule, written once).
 from __future__ import annotations
 
 import types
-from typing import Any, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ValidationInfo, field_validator
 
-__all__ = ["Table", "confusion"]
+from platform_testbed.sim.config.settings import MAX_SEED, SEED_RULE
+
+__all__ = ["Seed", "Table", "confusion"]
+
+
+def _seed(value: int) -> int:
+    if not 0 <= value <= MAX_SEED:
+        raise ValueError(f"must be {SEED_RULE}")
+    return value
+
+
+#: A settings file's seed: the API's and the command line's rule (sim.config.settings.seed_value),
+#: so a file cannot hold a seed that ``--seed`` or ``seeds=`` would refuse.
+Seed = Annotated[int, AfterValidator(_seed)]
 
 
 def _kinds(annotation: Any) -> set[Any]:
     """The types a field's annotation admits, unions and ``Optional`` flattened."""
+    if get_origin(annotation) is Annotated:  # ``Seed | None``: the int inside the Seed
+        return _kinds(get_args(annotation)[0])
     if get_origin(annotation) in (Union, types.UnionType):
         return set().union(*(_kinds(arg) for arg in get_args(annotation)))
     return {annotation}

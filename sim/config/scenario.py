@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from platform_testbed.sim.config.numbers import Table
+from platform_testbed.sim.config.numbers import Seed, Table
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
 from platform_testbed.sim.config.settings import (
     BadInput,
@@ -198,7 +198,7 @@ class Scenario(_Table):
 
     name: str
     description: str = ""
-    seed: int = Field(0, ge=0)
+    seed: Seed = 0
     #: Simulated seconds; bounded so that no scenario makes a run unbounded.
     horizon_s: float = Field(900.0, gt=0, le=1e6)
     platform: PlatformTable = PlatformTable()

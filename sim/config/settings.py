@@ -343,7 +343,23 @@ def first_seed(value: int) -> int:
 #: The largest seed: a run's seed is a row of the ``to_pandas()`` tables, whose ``seed``
 #: column is a nullable Int64 (sim.runtime.frames.INT); a larger one turns it into Python objects.
 MAX_SEED = 2**63 - 1
-_SEED_RULE = "a whole number from 0 to 2**63 - 1"
+#: The rule every seed door states (the command line, the API, the files' ``seed`` fields).
+SEED_RULE = "a whole number from 0 to 2**63 - 1"
+_SEED_RULE = SEED_RULE
+
+
+def seed_range(field: str, first: int, count: int) -> range:
+    """Seeds ``first`` .. ``first + count - 1`` (``--seed S --runs N``), refused when the last
+    passes MAX_SEED: the runs past it would be seeds no table can hold.
+
+    ``first`` has passed its own door (``first_seed``, a file's seed field); ``field`` names
+    what sets the count (``--runs``, a sweep file's ``seeds``).
+    """
+    last = first + count - 1
+    if last > MAX_SEED:
+        raise BadInput(f"{field}: the last seed ({first} + {count} - 1 = {last}) must be at "
+                       f"most 2**63 - 1; lower the first seed or the count")
+    return range(first, first + count)
 
 
 def seed_value(field: str, value: object) -> int:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import simpy
+from simpy.events import NORMAL
 
 from platform_testbed.checks import Event, MachineSnapshot
 from platform_testbed.sim.config.profiles import PROFILES, Spec
@@ -41,16 +41,21 @@ class Image:
 
 _snapshot = tuple.__new__
 
+#: An exit's own fields: (exit_code, oom_killed, requested_stop, restarting, restart_count).
+ExitFields = tuple[int | None, bool, bool, bool, int]
+_NO_EXIT: ExitFields = (None, False, False, False, 0)
+
 
 class Machine:
     """One machine of the app; ``on_state`` is told of every state change, ``serving`` of starts."""
 
     # Slots: a world builds a Machine per machine per run, and its life reads these.
     __slots__ = (
-        "_boot_base", "_budget", "_exit", "_next_change", "_pending", "_quiet", "_quiet_draw",
-        "_quiet_until", "_spare_draw", "_starts", "_state", "_steady", "all_events", "crash_images",
-        "crash_times", "env", "history", "id", "image", "log", "on_state", "platform", "profile",
-        "restarts_total", "rng", "serving",
+        "_always", "_boot_base", "_budget", "_epoch_ms", "_exit", "_jitter", "_next_change",
+        "_pending", "_quiet", "_quiet_draw", "_quiet_until", "_records", "_spare_draw", "_starts",
+        "_state", "_steady", "_steady_exit", "all_events", "crash_images", "crash_times", "env",
+        "history", "id", "image", "log", "on_state", "platform", "profile", "restarts_total", "rng",
+        "serving",
     )
 
     def __init__(
@@ -78,6 +83,12 @@ class Machine:
         self._next_change: simpy.Event | None = None
         self.image: Image | None = None
         self.log = EventLog(platform.event_log_cap)
+        #: What the life reads at every step, read once: the log's list, the platform
+        #: clock's epoch, the jitter, and whether the policy is ``always``.
+        self._records = self.log.records
+        self._epoch_ms = platform.epoch_ms
+        self._jitter = platform.jitter
+        self._always = platform.restart_policy == "always"
         #: Every crash ever, uncapped: its time and the image ref that crashed; what the
         #: reconciler and the ground truth see. Two lists, not one of tuples: floats and
         #: shared strings are nothing the cyclic collector walks, where a tuple per crash
@@ -89,13 +100,14 @@ class Machine:
         self.restarts_total = 0
         #: The life's next event: a timeout carrying ``_started``, ``_exited`` or
         #: ``_restarted``. None when nothing is due: the app stays up, or the life ended.
-        self._pending: simpy.Timeout | None = None
+        self._pending: simpy.Event | None = None
         #: The running image's boot time before jitter, and the exit every start ends in
         #: when it is always the same (``behavior.steady_exit``: the crash loops).
         self._boot_base = 0.0
         self._steady: behavior.Exit | None = None
-        #: How the running start will end: (exit code, OOM-killed).
+        #: How the running start will end: (exit code, OOM-killed); ``_steady``'s, when set.
         self._exit: tuple[int, bool] = (0, False)
+        self._steady_exit: tuple[int, bool] = (0, False)
         #: Starts since the life began: an exit's ``restart_count`` is one less.
         self._starts = 0
         #: on-failure's restart budget (None under the other policies).
@@ -229,7 +241,9 @@ class Machine:
         self.image = image
         app = image.app
         self._boot_base = behavior.boot_s(app, self.platform.boot_s)
-        self._steady = behavior.steady_exit(app)
+        self._steady = steady = behavior.steady_exit(app)
+        if steady is not None:
+            self._steady_exit = (steady[1], steady[2])
         self._starts = 0
         self._set_state("starting")
         # The first boot's jitter draw: the one a stopped quiet restart left unused, else
@@ -239,37 +253,56 @@ class Machine:
             drawn = self.rng.random() if self.platform.jitter else 0.0
         self._boot(drawn)
 
-    def _boot(self, drawn: float) -> None:
-        """Schedule the end of a boot whose jitter draw is ``drawn``."""
+    def _boot(self, drawn: float, fired: simpy.Event | None = None) -> None:
+        """Schedule the end of a boot whose jitter draw is ``drawn`` (on ``fired``: ``_next``)."""
         jitter = self.platform.jitter
-        pending = self.env.timeout(self._boot_base * (1.0 + (-jitter + 2 * jitter * drawn)))
-        pending.callbacks.append(self._started)
-        self._pending = pending
+        self._next(fired, self._boot_base * (1.0 + (-jitter + 2 * jitter * drawn)), self._started)
 
-    def _started(self, _event: simpy.Event) -> None:
+    def _next(
+        self, fired: simpy.Event | None, delay: float, step: Callable[[simpy.Event], None]
+    ) -> None:
+        """Schedule the life's next ``step`` ``delay`` seconds from now.
+
+        ``fired`` is the timeout whose callback is running (the step before), or None. It
+        is processed (SimPy set its callbacks to None before calling them) and only this
+        machine holds it, so it is scheduled again rather than a new ``Timeout`` made: the
+        same queue entry a timeout would push (``env.schedule`` is what ``Timeout``
+        calls), without building an event per step. (Delays are never negative: jitter
+        < 1, every duration >= 0.)
+        """
+        if fired is None:
+            fired = self.env.timeout(delay)
+            fired.callbacks.append(step)
+        else:
+            fired.callbacks = [step]
+            self.env.schedule(fired, NORMAL, delay)
+        self._pending = fired
+
+    def _started(self, fired: simpy.Event) -> None:
         """A boot ended: the machine reads started, and the app's exit (if any) is scheduled."""
         self._pending = None
         self._starts += 1
         self._change("started", self.profile.started)
-        jitter = self.platform.jitter
+        jitter = self._jitter
         steady = self._steady
         if steady is not None:
             # rng.uniform(-jitter, jitter) is ``a + (b - a) * random()``: the same draw and
             # arithmetic inline, without a Python-level call per crash.
-            base, exit_code, oom_killed = steady
-            after = base * (1.0 + (-jitter + 2 * jitter * self.rng.random()))
+            after = steady[0] * (1.0 + (-jitter + 2 * jitter * self.rng.random()))
+            self._exit = self._steady_exit
         else:
             assert self.image is not None
             ended = behavior.next_exit(self.image.app, self._starts, self.rng, jitter)
             if ended is None:
                 return  # stays up until an update, sleep or destroy
             after, exit_code, oom_killed = ended
-        self._exit = (exit_code, oom_killed)
-        pending = self.env.timeout(after)
-        pending.callbacks.append(self._exited)
-        self._pending = pending
+            self._exit = (exit_code, oom_killed)
+        # ``_next(fired, after, self._exited)``, inline: once a start.
+        fired.callbacks = [self._exited]
+        self.env.schedule(fired, NORMAL, after)
+        self._pending = fired
 
-    def _exited(self, _event: simpy.Event) -> None:
+    def _exited(self, fired: simpy.Event) -> None:
         """The app exited on its own: record it, write the exit, and restart if flyd does."""
         self._pending = None
         now = self.env.now
@@ -279,22 +312,21 @@ class Machine:
             assert self.image is not None
             self.crash_times.append(now)
             self.crash_images.append(self.image.ref)
-        platform = self.platform
-        policy = platform.restart_policy
+        always = self._always
         budget = self._budget
-        restarting = policy == "always" or (failed and budget is not None and budget.restart(now))
+        restarting = always or (failed and budget is not None and budget.restart(now))
         if restarting:
             # Before the change: whoever hears of the exit reads the counter that includes it.
             self.restarts_total += 1
         # superfly/docs restart-policy: ``always`` never lets the machine enter stopped.
         self._change(
-            "starting" if policy == "always" else "stopped",
+            "starting" if always else "stopped",
             self.profile.crash,
             (exit_code, oom_killed, False, restarting, self._starts - 1),
         )
         if not restarting:
             return  # gave up (or policy no, or a clean exit): stays stopped
-        delay, jitter = platform.restart_delay_s, platform.jitter
+        delay, jitter = self.platform.restart_delay_s, self._jitter
         if self._quiet:
             drawn = self.rng.random() if jitter else 0.0
             restart_at = now + delay
@@ -302,18 +334,18 @@ class Machine:
             booting = self._boot_base * (1.0 + (-jitter + 2 * jitter * drawn))
             # The boot ends at the float instant a separate restart event would give
             # (``restart_at + booting``), not at ``now + (delay + booting)``.
-            pending = self.env.timeout(restart_at + booting - now)
-            pending.callbacks.append(self._started)
+            # ``_next(fired, ..., self._started)``, inline: once a crash.
+            fired.callbacks = [self._started]
+            self.env.schedule(fired, NORMAL, restart_at + booting - now)
+            self._pending = fired
         else:
-            pending = self.env.timeout(delay)
-            pending.callbacks.append(self._restarted)
-        self._pending = pending
+            self._next(fired, delay, self._restarted)
 
-    def _restarted(self, _event: simpy.Event) -> None:
+    def _restarted(self, fired: simpy.Event) -> None:
         """The restart delay ended: flyd starts the machine again."""
         self._pending = None
         self._change("starting", self.profile.restart)
-        self._boot(self.rng.random() if self.platform.jitter else 0.0)
+        self._boot(self.rng.random() if self.platform.jitter else 0.0, fired)
 
     def _set_state(self, state: str) -> None:
         self._change(state, ())
@@ -323,7 +355,7 @@ class Machine:
         self._change(None, specs)
 
     def _change(
-        self, state: str | None, specs: tuple[Spec, ...], exit_fields: tuple[Any, ...] = ()
+        self, state: str | None, specs: tuple[Spec, ...], exit_fields: ExitFields = _NO_EXIT
     ) -> None:
         """One transition: append the events ``specs`` declare, then enter ``state``.
 
@@ -334,18 +366,18 @@ class Machine:
         measured: 1.63 s -> 1.35 s for the 1,000-machine world's machines alone).
         """
         if specs:
-            stamp = self.platform.epoch_ms + round(self.env.now * 1000)
-            log = self.log
+            stamp = self._epoch_ms + round(self.env.now * 1000)
+            records = self._records
             keep = self.all_events
             for kind, status, source, is_exit in specs:
-                if is_exit:
-                    record: Record = (kind, status, stamp, source, *exit_fields)
-                else:
-                    record = (kind, status, stamp, source, None, False, False, False, 0)
-                log.records.append(record)
+                record: Record = (
+                    (kind, status, stamp, source, *exit_fields) if is_exit
+                    else (kind, status, stamp, source, None, False, False, False, 0)
+                )
+                records.append(record)
                 if keep is not None:
                     keep.append(Event(*record))
-            log.appended += len(specs)
+            self.log.appended += len(specs)
         if state is None:
             return
         was = self._state

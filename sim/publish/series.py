@@ -19,6 +19,7 @@ from platform_testbed.checks.drive import check_name
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config import scenario as scenarios
+from platform_testbed.sim.config.numbers import Seed
 from platform_testbed.sim.config.scenario import Outcome, Scenario
 from platform_testbed.sim.config.settings import BadInput, apply_sets, locate, read_toml, validated
 from platform_testbed.sim.publish.world import RunResult, run_checks
@@ -34,7 +35,7 @@ class PublishEntry(_Table):
     label: str
     scenario: str
     set: list[str] = []
-    seed: int | None = Field(None, ge=0)
+    seed: Seed | None = None  # the seed rule of every door (sim.config.numbers)
 
 
 class SeriesFile(_Table):

@@ -10,15 +10,18 @@ import random
 import traceback
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import simpy
 
 from platform_testbed.checks import Check, Look, Verdict
 from platform_testbed.checks.drive import CheckFailed, check_name, drive
+from platform_testbed.checks.protocol import prepare
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.platform.machine import Image, Machine
+from platform_testbed.sim.publish.deploying import drive_publish
 from platform_testbed.sim.publish.gcpause import gc_paused
 from platform_testbed.sim.publish.runresult import MachineTrace, RecordedLook, RunResult, Trace
 from platform_testbed.sim.publish.site import DOWN_STATES, Site, SiteTally
@@ -57,6 +60,9 @@ class _World:
     #: Set once a rollback changed the machines: from then on the run is no oracle.
     diverged: bool = False
     waking: bool = False  # fly-proxy's autostart ([traffic] autostart) is on its way
+    #: Each machine's state just before the roll (those that existed): what a deploy
+    #: tool's List showed then; every look after the publish carries it (``Look.pre_deploy``).
+    pre_deploy: dict[str, str] | None = None
     _proxy_rng: random.Random | None = None
 
     @property
@@ -112,7 +118,7 @@ def _look(world: _World) -> RecordedLook:
     machines = world.machines
     at_ms = world.scenario.platform.epoch_ms + round(world.env.now * 1000)
     return RecordedLook(
-        Look(at_ms, tuple([m.snapshot(at_ms) for m in machines])),
+        Look(at_ms, tuple([m.snapshot(at_ms) for m in machines]), world.pre_deploy),
         tuple([m.log.dropped for m in machines]),
     )
 
@@ -185,8 +191,14 @@ def _start(world: _World, check: Check | None, budget: CheckBudget = DEFAULT_CHE
         env.process(_publish(world, check, budget, launch_previous=True))
 
 
-def _roll(world: _World, launch_previous: bool) -> Generator[Any, Any, None]:
-    """The publish up to its check: wait for ``publish.at_s``, roll the release out."""
+def _roll(
+    world: _World, launch_previous: bool, update: bool = True
+) -> Generator[Any, Any, None]:
+    """The publish up to its check: wait for ``publish.at_s``, roll the release out.
+
+    ``update`` False leaves the machines as they are: a deploying check updates them
+    (``sim.publish.deploying``).
+    """
     env = world.env
     publish = env.timeout(world.publish_at_s)
     if launch_previous and world.previous is not None:
@@ -195,8 +207,16 @@ def _roll(world: _World, launch_previous: bool) -> Generator[Any, Any, None]:
         for machine in world.machines:
             machine.launch(world.previous)
     yield publish
+    # A machine still ``created`` does not exist yet for the platform: the roll launches it.
+    world.pre_deploy = {m.id: m.state for m in world.machines if m.state != "created"} or None
+    if update:
+        update_machines(world, world.machines)
+
+
+def update_machines(world: _World, machines: Sequence[Machine]) -> None:
+    """Roll the release onto ``machines`` now: launch a new one, update the others."""
     start_stopped = world.scenario.publish.start_stopped
-    for machine in world.machines:
+    for machine in machines:
         if machine.state == "created":
             machine.launch(world.release)
         else:
@@ -217,8 +237,17 @@ def _publish(
     world: _World, check: Check | None, budget: CheckBudget, launch_previous: bool = False
 ) -> Generator[Any, Any, None]:
     env = world.env
-    yield from _roll(world, launch_previous)
+    deploys = False
+    if check is not None:  # the seed and the update duty reach a check that takes them
+        check, deploys = prepare(check, world.seed, updates=True)
+    yield from _roll(world, launch_previous, update=not deploys)
     if check is None:
+        return
+    if deploys:
+        yield from drive_publish(
+            world, check, budget, look=lambda: _look(world),
+            update=partial(update_machines, world),
+            conclude=lambda verdict: conclude(world, verdict, getattr(check, "rolls_back", True)))
         return
     # The budget's wrapper is the driver's alone: the check itself is what the run reports.
     steps = drive(budget.guard(check), world.scenario.publish_started_ms, budget.max_looks)
@@ -470,7 +499,9 @@ def run_checks(
         gain = _GAINS.get(key) or _GAINS.setdefault(key, _Gain())
         share = gain.share()
     with gc_paused():
-        if not share and len(checks) > 1:
+        # A check that deploys or draws from the seed changes or reads its world: alone.
+        apart = any(getattr(type(c), "for_driver", None) is not None for c in checks)
+        if apart or (not share and len(checks) > 1):
             alone = [_simulate(scenario, seed, check, False, budget) for check in checks]
             bad = any(w.proved_bad for w in alone) or ground_truth(scenario, seed)
             return [_result(w, check, bad, False) for w, check in zip(alone, checks, strict=True)]

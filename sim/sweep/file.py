@@ -29,15 +29,18 @@ from pydantic import (
 from platform_testbed.checks import BUILTIN_CHECKS
 from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config import scenario as scenarios
-from platform_testbed.sim.config.numbers import Table
+from platform_testbed.sim.config.numbers import Seed, Table
 from platform_testbed.sim.config.scenario import Scenario, validate
 from platform_testbed.sim.config.settings import (
+    MAX_SEED,
+    SEED_RULE,
     BadInput,
     apply_sets,
     copy_tables,
     env_limit,
     locate,
     read_toml,
+    seed_range,
     set_key,
     validated,
 )
@@ -160,7 +163,7 @@ class SweepFile(_Table):
     set: list[str] = []
     checks: list[str] = []
     seeds: int | list[int] = Field(1)
-    first_seed: int | None = Field(None, ge=0)
+    first_seed: Seed | None = None  # the seed rule of every door (sim.config.numbers)
     axes: dict[str, Axis] = {}
     heatmap: HeatmapTable | None = None
 
@@ -190,8 +193,8 @@ class SweepFile(_Table):
     def _seeds(cls, value: int | list[int]) -> int | list[int]:
         if isinstance(value, int) and not 1 <= value <= 1_000_000:
             raise ValueError("a seed count must be between 1 and 1000000")
-        if isinstance(value, list) and (not value or min(value) < 0):
-            raise ValueError("a seed list must be non-empty with seeds of 0 or more")
+        if isinstance(value, list) and (not value or not all(0 <= v <= MAX_SEED for v in value)):
+            raise ValueError(f"a seed list must be non-empty, each seed {SEED_RULE}")
         return value
 
 
@@ -371,7 +374,7 @@ def from_spec(spec: SweepFile, sweep_dir: Path, default_name: str = "sweep") -> 
     load_checks(check_names, base_scenario.check.model_dump())  # unknown check: BadInput now
     if isinstance(spec.seeds, int):
         first = base_scenario.seed if spec.first_seed is None else spec.first_seed
-        seeds = tuple(range(first, first + spec.seeds))
+        seeds = tuple(seed_range("seeds", first, spec.seeds))  # none past MAX_SEED
     else:
         seeds = tuple(spec.seeds)
     heatmap = None

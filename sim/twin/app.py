@@ -23,6 +23,7 @@ from typing import Any
 import simpy
 
 from platform_testbed import checks
+from platform_testbed.checks import flywait
 from platform_testbed.checks.flyapi import format_rfc3339_ms, machine_to_fly
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.platform.machine import Image, Machine
@@ -30,8 +31,6 @@ from platform_testbed.sim.publish import world as worlds
 from platform_testbed.sim.publish.runresult import RecordedLook
 
 __all__ = [
-    "MAX_WAIT_S",
-    "MIN_WAIT_S",
     "REGION",
     "Answer",
     "ApiError",
@@ -42,13 +41,6 @@ __all__ = [
 
 #: Not public: assumed. Any region code serves; Fly's API only echoes it.
 REGION = "iad"
-#: fly-go flaps/flaps_machines_wait.go ``WithWaitTimeout``: max(1 s, min(timeout, 60 s)),
-#: the proxy's limit (``proxyTimeoutThreshold``); the server holds a wait no longer.
-MIN_WAIT_S, MAX_WAIT_S = 1, 60
-#: Fly's OpenAPI ``Machines_wait`` ``state`` enum.
-WAIT_STATES = ("started", "stopped", "suspended", "destroyed", "failed", "settled")
-#: "settled": not on the way anywhere (fly-go's machine states less the transitional ones).
-SETTLED = ("started", "stopped", "suspended", "failed", "destroyed")
 #: Not public: assumed. fly-go always sends a ttl; a lease asked for without one lasts this.
 DEFAULT_LEASE_TTL_S = 30
 #: Not public: assumed. Fly's owner is the token's user (an e-mail address).
@@ -130,6 +122,8 @@ class ServedApp:
         #: When the release first went out (platform ms): the client's first update to it.
         self.publish_started_ms: int | None = None
         self.looks: list[Look] = []
+        #: Each machine's state before the release's first update (empty until then).
+        self.pre_deploy: dict[str, str] = {}
         self.recorded: list[RecordedLook] = []
         self.waits: list[WaitStarted] = []
         worlds.start_previous(self.world)
@@ -157,6 +151,10 @@ class ServedApp:
 
     def _put_image(self, machine: Machine, image: Image, start: bool) -> None:
         """The publish's own step for one machine (sim.publish.world._publish): launch or update."""
+        if image is self.world.release and self.publish_started_ms is None:
+            # What a deploy tool's List shows just before its first update (flyctl's
+            # ``originalMachine``): every machine that exists, in the state it has.
+            self.pre_deploy = {m.id: m.state for m in self.world.machines if m.state != "created"}
         if machine.state == "created":
             machine.launch(image)
         else:
@@ -212,7 +210,8 @@ class ServedApp:
         self.looks.append(Look(at_ms, tuple(self.render(m) for m in machines)))
         # The same look as the simulator's checks get it (``sim.twin.step`` makes a row of it).
         self.recorded.append(RecordedLook(
-            checks.Look(at_ms, tuple(m.snapshot(at_ms) for m in machines)),
+            checks.Look(at_ms, tuple(m.snapshot(at_ms) for m in machines),
+                        dict(self.pre_deploy) or None),
             tuple(m.log.dropped for m in machines)))
 
     # -- writes -----------------------------------------------------------------------------
@@ -345,41 +344,51 @@ class ServedApp:
     ) -> Answer | WaitStarted:
         """``GET .../wait``: answer now if the machine is in a wanted state, else hold the request.
 
-        The answer comes the moment the machine enters a wanted state (``next_change``),
-        or 408 with Fly's body once ``timeout_s`` (clamped by the caller) has passed on
-        the platform clock. With ``version`` (``instance_id``), only that version counts.
+        The rule is ``checks.flywait``'s, the one flyctl-smoke reads its looks by: the
+        answer comes at the first moment ``reached_at`` finds a wanted state entered since
+        the request (checked at each of the machine's changes, ``next_change``), or 408
+        with Fly's body once ``timeout_s`` (clamped by the caller) has passed on the
+        platform clock. With ``version`` (``instance_id``), only that version counts.
         """
         machine = self._machine(app, machine_id)
-        wanted = tuple(s for want in states for s in (SETTLED if want == "settled" else (want,)))
-        if "stopped" in states and version is None:
-            # superfly/docs machines-resource: instance_id "Required when waiting for Machine
-            # to be in stopped state"; without it the API answers 400 (Kilo-Org/cloud#297).
-            raise ApiError(400, "instance_id is required when waiting for the stopped state")
-        if self._reached(machine, machine.state, wanted, version):
-            return self._waited(machine, machine.state)
+        refused = flywait.refusal(states, version)
+        if refused is not None:
+            raise ApiError(400, refused)
+        wanted = flywait.wanted_states(states)
+        since_ms = self.now_ms()
+        found = self._entered(machine, wanted, since_ms, version)
+        if found is not None:
+            return self._waited(machine, found[1])
         pending = WaitStarted(machine, wanted)
         self.waits.append(pending)
-        self.env.process(self._hold_wait(pending, timeout_s, version))
+        self.env.process(self._hold_wait(pending, timeout_s, version, since_ms))
         return pending
 
-    def _reached(self, machine: Machine, state: str, wanted: tuple[str, ...], version: str | None) -> bool:
-        return state in wanted and (version is None or version == self.versions[machine.id].instance_id)
+    def _entered(
+        self, machine: Machine, wanted: tuple[str, ...], since_ms: int, version: str | None
+    ) -> tuple[int, str] | None:
+        """When and in which wanted state the machine's version counts as entered, if it has."""
+        if not flywait.version_matches(version, self.versions[machine.id].instance_id):
+            return None
+        return flywait.reached_at(machine.snapshot(), wanted, since_ms)
 
     def _waited(self, machine: Machine, state: str) -> Answer:
         self._look()  # the client learns the machine's state: a look, as a poll's read is
         return 200, {"ok": True, "state": state, "version": self.versions[machine.id].instance_id}
 
     def _hold_wait(
-        self, pending: WaitStarted, timeout_s: int, version: str | None
+        self, pending: WaitStarted, timeout_s: int, version: str | None, since_ms: int
     ) -> Generator[simpy.Event, Any, None]:
         machine, env = pending.machine, self.env
         deadline = env.timeout(timeout_s)
         while not pending.future.done():
             change = machine.next_change()
             yield change | deadline
-            state = str(change.value) if change.triggered else ""
-            if state and self._reached(machine, state, pending.wanted, version):
-                pending.future.set_result(self._waited(machine, state))
+            # Resumed after every change of this instant (an update's stop and start): the
+            # snapshot shows them all, and reached_at takes the earliest.
+            found = self._entered(machine, pending.wanted, since_ms, version)
+            if found is not None:
+                pending.future.set_result(self._waited(machine, found[1]))
             elif deadline.triggered:
                 pending.future.set_result(self.timed_out(pending))
 

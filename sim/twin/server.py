@@ -18,7 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from platform_testbed.sim.twin.app import MAX_WAIT_S, MIN_WAIT_S, WAIT_STATES, Answer, ApiError
+from platform_testbed.checks import flywait
+from platform_testbed.sim.twin.app import Answer, ApiError
 from platform_testbed.sim.twin.clock import Driver, wait_answer
 
 __all__ = ["HOST", "NONCE_HEADER", "Request", "TwinServer"]
@@ -184,9 +185,8 @@ class TwinServer:
 
     @staticmethod
     def _wait_timeout(query: dict[str, list[str]]) -> int:
-        # fly-go's clamp (WithWaitTimeout), applied by the server too; default 60.
-        timeout = _integer(query, "timeout")
-        return MAX_WAIT_S if timeout is None else max(MIN_WAIT_S, min(timeout, MAX_WAIT_S))
+        # The server's clamp, as fly-go's (checks.flywait.clamp_timeout_s); default 60.
+        return flywait.clamp_timeout_s(_integer(query, "timeout"))
 
     def _route(self, req: _Incoming) -> Callable[[], Any] | None:
         served, method, app, machine_id, query = (
@@ -204,10 +204,8 @@ class TwinServer:
                 return lambda: served.update(app, machine_id, req.body, req.nonce)
             return None
         if req.action == "wait" and method == "GET":
-            states = [s for v in query.get("state", []) for s in v.split(",") if s] or ["started"]
-            for state in states:
-                if state not in WAIT_STATES:
-                    raise ApiError(400, f"invalid state {state!r}: one of {', '.join(WAIT_STATES)}")
+            # No state: flywait.wanted_states waits for started; refusal checks each one.
+            states = [s for v in query.get("state", []) for s in v.split(",") if s]
             timeout = self._wait_timeout(query)
             version = _one(query, "version") or _one(query, "instance_id") or None  # "": none
             return lambda: served.wait(app, machine_id, states, timeout, version)

@@ -121,9 +121,13 @@ class Session:
         if publish is None:
             publish = app.scenario.platform.epoch_ms + round(app.start_s * 1000)
         run = f"serve/seed={app.seed}"
+        # Each machine's state before the release's first update, as the twin saw it
+        # (``Look.pre_deploy``): on every line, so any line can start a replay.
+        declared = {"pre_deploy": dict(app.pre_deploy)} if app.pre_deploy else {}
         return [
             json.dumps({"at_ms": look.at_ms, "publish_started_ms": publish,
-                        "machines": list(look.machines), "run": run}, separators=(",", ":"))
+                        "machines": list(look.machines), "run": run, **declared},
+                       separators=(",", ":"))
             for look in app.looks
         ]
 
