@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from platform_testbed.checks.drive import check_name
@@ -29,7 +29,7 @@ Progress = Callable[[int], None]
 
 # Row columns after the axis columns, in file order: RESULT_COLUMNS (re-exported).
 __all__ = ["RESULT_COLUMNS", "ProcessSweep", "Progress", "Row", "check_names", "columns",
-           "run_units", "unit_rows", "with_steps"]
+           "each_unit", "run_units", "unit_rows", "with_steps"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,10 +128,18 @@ def run_units(
     ``budget`` travels with the task (pickled to a pool's or a cluster's worker).
     """
     rows: list[Row] = []
+    for unit_rows_ in each_unit(sweep, start, stop, budget):
+        rows.extend(unit_rows_)
+    return start, rows
+
+
+def each_unit(
+    sweep: Sweep, start: int, stop: int, budget: CheckBudget = DEFAULT_CHECK_BUDGET
+) -> Iterator[list[Row]]:
+    """Units ``start`` to ``stop`` (exclusive), one list of rows (one per check) at a time."""
     env = validation_env()
     for unit in range(start, stop):
-        rows.extend(_rows_of_unit(sweep, unit, budget, env))
-    return start, rows
+        yield _rows_of_unit(sweep, unit, budget, env)
 
 
 def unit_rows(
