@@ -296,6 +296,14 @@ def run_sweep(
     result keeps none (memory flat in the number of worlds). ``budget`` goes with every task.
     A ``StreamSink`` (``streaming_rows``) is handed text: each task's rows are formatted and
     tallied where the task ran, and ``keep``, if given, sees the rows too, in order.
+
+    Signals: Ctrl-C ends the run here, keeps the finished rows (``interrupted``), and the
+    stream's file is written with them. SIGTERM (and SIGHUP) is not caught: it ends the
+    command, the stream is abandoned, the previous file stays and nothing is left beside
+    it (tests/test_signals_pool.py holds that). Deliberately no ``rows.partial.csv``: a
+    SIGTERM is how a supervisor (a CI timeout, systemd, Kubernetes) stops a job, and a
+    stop that leaves a new file beside the old one breaks "whole or not at all" for
+    whoever globs the folder; whoever wants the finished rows sends SIGINT instead.
     """
     began = time.perf_counter()
     names = check_names(sweep)
