@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 
 from .model import MACHINE_STATES, MachineSnapshot
 
-__all__ = [
+__all__ = (
     "DEFAULT_WAIT_S",
     "MAX_WAIT_S",
     "MIN_WAIT_S",
@@ -44,12 +44,13 @@ __all__ = [
     "refusal",
     "version_matches",
     "wanted_states",
-]
+)
 
 #: fly-go ``WithWaitTimeout`` l.36-40: ``max(1 s, min(timeout, 60 s))``, 60 s being the
 #: proxy's limit (``proxyTimeoutThreshold`` l.19). That the server clamps a raw request
 #: the same way: not public: assumed (a client other than fly-go may send any number).
-MIN_WAIT_S, MAX_WAIT_S = 1, 60
+MIN_WAIT_S = 1
+MAX_WAIT_S = 60
 #: superfly/docs machines-resource l.315: "``timeout`` ... Default is 60."
 DEFAULT_WAIT_S = 60
 #: Fly's OpenAPI ``Machines_wait`` ``state`` enum (tests/data/fly/openapi). The docs page

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 import random
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -255,6 +255,10 @@ class MachineHistory:
         seen = bisect.bisect_right(self.state_times, at_ms)
         return self.states[seen - 1][1] if seen else "created"
 
+    def state_before(self, at_ms: int) -> str:
+        """The state the machine had just before ``at_ms`` (``created``: not yet launched)."""
+        return self._state(at_ms - 1)
+
     def _counter(self, at_ms: int) -> int:
         seen = bisect.bisect_right([t for t, _ in self.counters], at_ms)
         return self.counters[seen - 1][1] if seen else 0
@@ -328,6 +332,14 @@ class World:
     horizon_ms: int
     #: The seed the machines' jitter was drawn from (the simulator's ``seed``).
     seed: int = 0
+    #: Each machine's state just before the publish (those the publish updates, not the
+    #: ones it launches), as the simulator's looks declare it (``Look.pre_deploy``).
+    pre_deploy: Mapping[str, str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        before = {m.id: m.state_before(PUBLISH_MS) for m in self.machines}
+        declared = {i: state for i, state in before.items() if state != "created"}
+        object.__setattr__(self, "pre_deploy", declared or None)
 
     def __repr__(self) -> str:
         apps = ", ".join(repr(m.app) for m in self.machines)
@@ -348,7 +360,7 @@ class World:
 
     def look(self, at_ms: int) -> Look:
         """Every machine read at ``at_ms``."""
-        return Look(at_ms, tuple(m.snapshot(at_ms) for m in self.machines))
+        return Look(at_ms, tuple(m.snapshot(at_ms) for m in self.machines), self.pre_deploy)
 
     @property
     def bad(self) -> bool:
