@@ -21,9 +21,11 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from platform_testbed.checks import Event, Look, MachineSnapshot
-from platform_testbed.checks.flyjson import look_to_json
+from platform_testbed.checks.flyjson import look_to_json, parse_line
 from platform_testbed.checks.model import MACHINE_STATES
 from platform_testbed.sim.checkcmd import CommandCheck, look_to_api, request_line, schema
 from platform_testbed.sim.cli.parser import main
@@ -108,6 +110,18 @@ def test_the_wire_spells_pre_deploy_as_a_recording_line_does() -> None:
     """A request's look and a recording line of the same look carry the same pre_deploy object."""
     look = _look(T0, {"m1": "started", "m2": "stopped"})
     assert look_to_api(look)["pre_deploy"] == json.loads(look_to_json(look, T0))["pre_deploy"]
+
+
+@given(st.none() | st.dictionaries(st.text(min_size=1, max_size=8), st.sampled_from(MACHINE_STATES),
+                                   max_size=4))
+def test_a_wire_look_reads_back_as_a_recording_line_with_the_same_pre_deploy(
+    declared: dict[str, str] | None,
+) -> None:
+    """The request's look is a recording line's look: parsed back, it declares what was sent."""
+    wire = look_to_api(_look(T0, declared))
+    jsonschema.validate(json.loads(request_line("r", T0, [json.dumps(wire)], "{}")), schema("request"))
+    parsed = parse_line(json.dumps({**wire, "publish_started_ms": T0})).look
+    assert parsed.pre_deploy == (declared or None)
 
 
 def test_the_request_schema_takes_pre_deploy_states_and_refuses_others() -> None:
