@@ -192,7 +192,7 @@ class _Rollout:
 
 @dataclass(frozen=True)
 class FlyctlSmokeCheck:
-    """flyctl's rolling deploy, per machine: wait for a settled state, then a 10 s smoke check.
+    """flyctl's rolling deploy, a pool at a time: a settled state, then a 10 s smoke check per machine.
 
     Ported from superfly/flyctl at commit ``ad0172fa`` (FLYCTL_COMMIT), the path
     ``internal/command/deploy/plan.go`` runs (``updateMachinesWRecovery``), line by line
@@ -236,9 +236,14 @@ class FlyctlSmokeCheck:
        l.314-365: a 10 s context opened when the waits above returned; reads at once, then
        after jpillora/backoff v1.0.0's wait (Min 0.5 s, Max 2 s, Factor 2, Jitter:
        uniform in [0.5 s, 0.5 * 2^k s], capped at 2 s), each cut short by the deadline.
-       With ``jitter_seed`` unset the waits are the upper bounds (0.5, 1, 2, 2 ... s);
-       with a seed they are drawn from it (``jittered``: a hash, so the check stays a
-       pure function of its inputs). A read due between looks is taken at the next look.
+       flyctl draws from Go's global ``math/rand``; here the draws come from the run's
+       seed: with ``jitter = "seeded"`` (the default) a driver that has a seed hands it
+       over (``for_driver``: the simulator's world seed, the test kit's world seed, a
+       replay's recorded ``NAME/seed=N``) as ``jitter_seed``, unless one is set; the
+       draw is a hash of (seed, machine, read) (``jittered``), so the check stays a pure
+       function of its fields and looks. With no seed, or ``jitter = "upper-bounds"``,
+       the waits are jpillora's upper bounds (0.5, 1, 2, 2 ... s). A read due between
+       looks is taken at the next look.
        Per read: pass once uptime since ``MostRecentStartTimeAfterLaunch`` is over 10 s
        and the machine is not constantly restarting; pass at the deadline
        (``DeadlineExceeded`` returns nil); fail with "the app appears to be crashing" when
@@ -268,7 +273,7 @@ class FlyctlSmokeCheck:
        recoverable, so the update runs again, the first retry at once and each later one
        1 s after the last failed, while ``attempts <= deploy_retries`` (R + 1 retries for
        R >= 1); then the first error is the verdict. A retry does not update a machine
-       again (same config, ``updateMachineConfig`` l.831-833): it waits and checks it
+       again (same config, ``updateMachineConfig`` l.830-832): it waits and checks it
        afresh; a machine that passed stays passed (``healthChecksPassed``); the listen wait
        is not repeated. A smoke-check failure is an ``unrecoverableError`` (l.635): never
        retried. ``deploy_retries`` defaults to ``auto`` in flyctl, a LaunchDarkly flag
@@ -306,6 +311,9 @@ class FlyctlSmokeCheck:
     listen_wait_s: float = field(default=LISTEN_WAIT_S, metadata=SECONDS)
     #: The seed of the smoke backoff's jitter draws; None: the upper bounds, no jitter.
     jitter_seed: int | None = None
+    #: ``seeded``: the smoke backoff is jittered as jpillora's is, from ``jitter_seed``
+    #: (a driver sets it to the run's seed); ``upper-bounds``: never jittered.
+    jitter: Literal["seeded", "upper-bounds"] = "seeded"
     #: ``pool``: the check rolls the release out, a pool at a time (``Update`` steps);
     #: ``at-publish``: the driver updated every machine at the publish (a recording);
     #: ``driver``: ``pool`` when the driver carries out updates, else ``at-publish``.
@@ -356,10 +364,17 @@ class FlyctlSmokeCheck:
         return self.rollout == "pool"
 
     def for_driver(self, seed: int | None, updates: bool) -> FlyctlSmokeCheck:
-        """This check for a run: ``rollout = "driver"`` resolved by what the driver can do."""
-        if self.rollout != "driver":
+        """This check for a run: ``rollout = "driver"`` resolved by what the driver can do,
+        and the run's seed as ``jitter_seed`` when the jitter is seeded and none is set."""
+        rollout = self.rollout
+        if rollout == "driver":
+            rollout = "pool" if updates else "at-publish"
+        jitter_seed = self.jitter_seed
+        if jitter_seed is None and self.jitter == "seeded":
+            jitter_seed = seed
+        if (rollout, jitter_seed) == (self.rollout, self.jitter_seed):
             return self
-        return replace(self, rollout="pool" if updates else "at-publish")
+        return replace(self, rollout=rollout, jitter_seed=jitter_seed)
 
     # -- the rolling update, a pool at a time (rollout = "pool") ------------------------
 
@@ -443,7 +458,7 @@ class FlyctlSmokeCheck:
 
         A machine not yet updated is asked for (``Update``) and judged from the next look;
         one a failed pass already updated is not updated again (``updateMachineConfig``
-        returns early when the config is the same, plan.go l.831-833) and waits afresh
+        returns early when the config is the same, plan.go l.830-832) and waits afresh
         from now. True when such a machine started: it is judged in this look.
         """
         judged_now = False
@@ -578,7 +593,7 @@ class FlyctlSmokeCheck:
     def _backoff_s(self, machine_id: str, attempt: int) -> float:
         """The wait after read ``attempt``: jpillora/backoff's, capped at ``backoff_max_s``."""
         high = self.backoff_min_s * 2.0**attempt
-        if self.jitter_seed is not None and high > self.backoff_min_s:
+        if self.jitter == "seeded" and self.jitter_seed is not None and high > self.backoff_min_s:
             high = jittered(self.backoff_min_s, high, self.jitter_seed, machine_id, attempt)
         return min(high, self.backoff_max_s)
 

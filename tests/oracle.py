@@ -559,7 +559,7 @@ def decide_flyctl(  # noqa: PLR0915 - one loop, step by step as flyctl's flow re
 # - l.283-344: after a recoverable failure, with pushForward: loop { if attempts >
 #   deployRetries: return the first error; re-read the state; run the update again
 #   (every machine: one already updated is not updated again, as its config is the same,
-#   l.831-833, but waits and is checked afresh; one that passed its checks is done,
+#   l.830-832, but waits and is checked afresh; one that passed its checks is done,
 #   ``healthChecksPassed`` being package state); on success stop; on an unrecoverable
 #   error return it; attempts += 1; sleep 1 s }. The first retry therefore runs at once.
 #   Machines are taken in id order (l.306-310 sorts them; the map iteration after it is
@@ -573,6 +573,26 @@ def decide_flyctl(  # noqa: PLR0915 - one loop, step by step as flyctl's flow re
 NEVER_MS = 10**15  # an update time past any horizon: the machine keeps its previous life
 
 
+def _seen_entry(h: History, states: Sequence[str], since_ms: int, at_ms: int,
+                cap: int) -> tuple[int | None, str]:
+    """The earliest entry into ``states`` since ``since_ms`` that a look at ``at_ms`` shows.
+
+    flyctl's long poll is answered by the server, which knows every entry; a check reads
+    it from its looks: the machine's state at the look, and the events still among the
+    newest ``cap`` whose status is a wanted state (an exit with requested_stop is the
+    update's own stop: not an entry; docs/fidelity.md). An entry the cap has already
+    dropped is not seen.
+    """
+    found: tuple[int, str] | None = None
+    if h.state_at(at_ms) in states:
+        found = (at_ms, h.state_at(at_ms))
+    for e in visible_events(h, at_ms, cap):
+        entering = e.status in states and not (e.type == "exit" and e.requested_stop)
+        if entering and e.timestamp >= since_ms and (found is None or e.timestamp < found[0]):
+            found = (e.timestamp, e.status)
+    return (None, "") if found is None else found
+
+
 def decide_flyctl_rollout(  # noqa: PLR0915 - plan.go's passes, step by step
         ids: Sequence[str], life_at: Callable[[str, int], History], publish_ms: int, cap: int,
         horizon_ms: int, *, window_s: float = 10.0, min_uptime_s: float = 10.0,
@@ -580,11 +600,16 @@ def decide_flyctl_rollout(  # noqa: PLR0915 - plan.go's passes, step by step
         wait_states: Sequence[str] = ("started", "stopped", "suspended"), poll_s: float = 1.0,
         wait_reading: str = "long-poll", listen_wait_s: float = 15.0,
         max_unavailable: float = 0.33, deploy_retries: int = 1,
-        updates: dict[str, int] | None = None) -> Decision | None:
+        updates: dict[str, int] | None = None,
+        draw: Callable[[str, int], float] | None = None) -> Decision | None:
     """flyctl-smoke's verdict when it rolls the release out, or None past ``horizon_ms``.
 
     ``life_at(id, t)``: the machine's whole history when the release reaches it at ``t``
     (``NEVER_MS``: never). ``updates``, when given, receives each machine's update time.
+    ``draw(id, k)``: the ``rand.Float64()`` of jpillora/backoff v1.0.0 ``ForAttempt`` for
+    the machine's wait after read k (None: no jitter, the upper bounds). ForAttempt:
+    ``durf = min * 2^k``; jittered ``durf = rand * (durf - min) + min``; then capped at max.
+    A wait ending between whole milliseconds is looked at on the next one.
     """
     window, uptime = round(window_s * 1000), round(min_uptime_s * 1000)
     tick, listen = round(poll_s * 1000), round(listen_wait_s * 1000)
@@ -599,7 +624,7 @@ def decide_flyctl_rollout(  # noqa: PLR0915 - plan.go's passes, step by step
     done: dict[str, str] = {}
     wait_from: dict[str, int] = {}
     smoke_at: dict[str, int] = {}
-    due: dict[str, int] = {}
+    due: dict[str, float] = {}
     failed_reads: dict[str, int] = {}
     running: list[str] = []
     queue: list[str] = []
@@ -645,17 +670,17 @@ def decide_flyctl_rollout(  # noqa: PLR0915 - plan.go's passes, step by step
                 h = lives[i]
                 start = wait_from[i]
                 if i not in smoke_at:
+                    settled_state = h.state_at(t)
                     if wait_reading == "long-poll":
-                        if h.state_at(start) in wait_states:
-                            entered: int | None = start
-                        else:
-                            entered = next((u for u, s in h.states if u > start and s in wait_states),
-                                           None)
+                        entered, settled_state = _seen_entry(h, wait_states, start, t, cap)
                         settled = (None if entered is None
                                    else start + -(-(entered - start) // tick) * tick)
+                        if settled == t:
+                            settled_state = h.state_at(t)
                     else:
                         settled = t if h.state_at(t) in wait_states else None
                     if settled is None or settled > start + wait_ms or settled > t:
+                        # Not answered by this look (or only after the timeout).
                         if t >= start + wait_ms:
                             # A recoverable error: the group is cancelled, then retried.
                             first_error = first_error or i
@@ -674,14 +699,16 @@ def decide_flyctl_rollout(  # noqa: PLR0915 - plan.go's passes, step by step
                         due[i] = (min(start + ((t - start) // tick + 1) * tick, start + wait_ms)
                                   if settled is None or settled > start + wait_ms else settled)
                         continue
-                    begin = t
+                    # The poll's answer may be read late (at a look after its tick): the
+                    # smoke check then began at the tick, and reads at once.
+                    begin = settled
                     if not listened:
                         listened = True
-                        if h.state_at(t) != "started":
-                            begin = t + listen
+                        if settled_state != "started":
+                            begin = settled + listen
                     smoke_at[i] = due[i] = begin
                     failed_reads[i] = 0
-                if t >= smoke_at[i] + window:
+                if t >= smoke_at[i] + window and failed_reads[i] > 0:
                     done[i] = "window-ran-out"
                 elif t < due[i]:
                     continue
@@ -693,8 +720,13 @@ def decide_flyctl_rollout(  # noqa: PLR0915 - plan.go's passes, step by step
                     if started is not None and t - started > uptime:
                         done[i] = "uptime"
                     else:
-                        backoff_s = min(backoff_min_s * 2 ** failed_reads[i], backoff_max_s)
-                        due[i] = t + round(backoff_s * 1000)
+                        k = failed_reads[i]
+                        durf = backoff_min_s * 2 ** k
+                        if draw is not None:
+                            durf = draw(i, k) * (durf - backoff_min_s) + backoff_min_s
+                        # Reads follow one another by the backoff from the due time (a read
+                        # taken on the next whole ms does not shift the ones after it).
+                        due[i] += min(durf, backoff_max_s) * 1000
                         failed_reads[i] += 1
                         continue
                 running.remove(i)
@@ -709,7 +741,7 @@ def decide_flyctl_rollout(  # noqa: PLR0915 - plan.go's passes, step by step
         times = [min(due[i], smoke_at[i] + window) if i in smoke_at else due[i] for i in running]
         if retry_at is not None:
             times.append(retry_at)
-        t = min(times)
+        t += max(1, math.ceil(round(min(times) - t, 6)))
     return None
 
 

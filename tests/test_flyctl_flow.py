@@ -29,6 +29,7 @@ from platform_testbed.sim.config import scenario
 from platform_testbed.sim.kit.testing import PUBLISH_MS, App, drive_world
 from platform_testbed.sim.kit.testing import world as kit_world
 from platform_testbed.sim.publish import world
+from platform_testbed.sim.publish.recording import recorded_seed
 
 T0 = 1_700_000_000_000
 LAUNCH = Event("launch", "created", T0 - 60_000, "user")
@@ -266,7 +267,7 @@ def test_seven_warm_machines_are_updated_three_at_a_time() -> None:
 def test_after_the_first_failure_no_queued_machine_is_updated() -> None:
     """m1 crash-loops and fails at +10.5 s; m2 was in flight; m3..m5 keep the previous release."""
     apps = [App()] + [App(crash_after_ms=None)] * 4  # ceil(0.33 x 5) = 2 at once
-    logged = _Logged(FlyctlSmokeCheck())
+    logged = _Logged(FlyctlSmokeCheck(jitter="upper-bounds"))
     run = drive_world(logged, kit_world(*apps, horizon_s=120))
     assert run.verdict is not None
     assert not run.verdict.ok
@@ -320,7 +321,8 @@ def test_a_wait_timeout_is_retried_as_plan_go_counts(retries: int) -> None:
 
 def test_a_smoke_check_failure_is_not_retried() -> None:
     """An unrecoverableError ends the deploy at once, whatever deploy_retries says."""
-    decided = {r: drive_world(FlyctlSmokeCheck(deploy_retries=r), kit_world(App())).decided_at_ms
+    decided = {r: drive_world(FlyctlSmokeCheck(deploy_retries=r, jitter="upper-bounds"),
+                              kit_world(App())).decided_at_ms
                for r in (0, 3)}
     assert decided[0] == decided[3] == PUBLISH_MS + 10_500
 
@@ -365,3 +367,46 @@ def test_checks_that_do_not_deploy_see_the_fleet_updated_at_the_publish() -> Non
     alone = world.run(loaded, 0, make_check("count", {}))
     beside = world.run_checks(loaded, 0, [make_check("count", {}), FlyctlSmokeCheck()])
     assert beside[0] == alone
+
+
+# --- jitter from the run's seed ---------------------------------------------------------
+
+
+def test_the_worlds_seed_reaches_the_backoff_draws_by_default() -> None:
+    """The kit's world seed is the check's jitter_seed; upper-bounds keeps 0.5, 1, 2, 2 s."""
+    looks = {}
+    for label, check, seed in [("default", FlyctlSmokeCheck(), 5),
+                               ("stated", FlyctlSmokeCheck(jitter_seed=5), 0),
+                               ("upper", FlyctlSmokeCheck(jitter="upper-bounds"), 5)]:
+        run = drive_world(check, kit_world(App(), seed=seed))
+        looks[label] = [look.at_ms - PUBLISH_MS for look in run.looks]
+    assert looks["default"] == looks["stated"]
+    assert looks["upper"][:8] == [0, 0, 1_000, 1_500, 2_500, 4_500, 6_500, 8_500]
+    assert looks["default"] != looks["upper"]
+    assert FlyctlSmokeCheck().for_driver(9, updates=False).jitter_seed == 9
+    assert FlyctlSmokeCheck(jitter_seed=3).for_driver(9, updates=False).jitter_seed == 3
+    assert FlyctlSmokeCheck(jitter="upper-bounds").for_driver(9, updates=True).jitter_seed is None
+
+
+def test_same_seed_same_output_and_another_seed_other_draws(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """compare --json twice with one seed prints the same bytes; the seed moves flyctl's reads."""
+    outputs = []
+    for seed in ("7", "7", "8"):
+        assert main(["compare", "sept25-crash-loop", "--check", "flyctl-smoke", "--json",
+                     "--seed", seed, "--set", "platform.restart_delay_s=0.3",
+                     "--set", "platform.boot_s=0.4"]) in (0, 1)
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    loaded = scenario.load("sept25-crash-loop", ["platform.jitter=0"])
+    seeded = [world.run(loaded, s, FlyctlSmokeCheck()) for s in (7, 8)]
+    times = [[r.look.at_ms for r in result.looks] for result in seeded]
+    assert times[0] != times[1]  # no platform jitter: only the check's draws differ
+
+
+def test_replay_hands_the_recorded_seed_to_the_check() -> None:
+    """A run the simulator labelled NAME/seed=N replays with N as the draws' seed."""
+    assert recorded_seed("flyctl-smoke/seed=12") == 12
+    assert recorded_seed("incident") is None
+    assert recorded_seed(None) is None

@@ -421,6 +421,7 @@ def _drive_deploying(check: Check, w: World, max_looks: int) -> Run:
     apps = {m.id: m.app for m in w.machines}
     current = {m.id: history(m.id, m.app, w.horizon_ms, random.Random(streams[m.id]), None)
                for m in w.machines}
+    before = w.pre_deploy
     looks: list[Look] = []
     now = PUBLISH_MS
     steps = drive_deploying(check, PUBLISH_MS, max_looks=max_looks)
@@ -442,7 +443,7 @@ def _drive_deploying(check: Check, w: World, max_looks: int) -> Run:
                 now += to_ms(step)
                 if now > w.horizon_ms:
                     return Run(None, tuple(looks))
-            looks.append(Look(now, tuple(h.snapshot(now) for h in current.values())))
+            looks.append(Look(now, tuple(h.snapshot(now) for h in current.values()), before))
             step = steps.send(looks[-1])
     except StopIteration as done:
         return Run(done.value, tuple(looks))

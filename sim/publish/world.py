@@ -493,15 +493,15 @@ def run_checks(
     default (``share=None``) it is used while it saves ``SHARE_MIN_SAVING`` of the worlds
     for these checks in this process; the results are the same either way.
     """
+    if 0 < sum(map(_alone, checks)) < len(checks):
+        return _beside(scenario, seed, checks, budget, share)
     gain = None
     if share is None and len(checks) > 1:
         key = tuple(check_name(c) for c in checks)
         gain = _GAINS.get(key) or _GAINS.setdefault(key, _Gain())
         share = gain.share()
     with gc_paused():
-        # A check that deploys or draws from the seed changes or reads its world: alone.
-        apart = any(getattr(type(c), "for_driver", None) is not None for c in checks)
-        if apart or (not share and len(checks) > 1):
+        if any(map(_alone, checks)) or (not share and len(checks) > 1):
             alone = [_simulate(scenario, seed, check, False, budget) for check in checks]
             bad = any(w.proved_bad for w in alone) or ground_truth(scenario, seed)
             return [_result(w, check, bad, False) for w, check in zip(alone, checks, strict=True)]
@@ -527,6 +527,26 @@ def run_checks(
             for rider in shared.members:
                 results[id(rider)] = rider.result(shared.world, tally, seed, bad)
         return [results[id(rider)] for rider in riders]
+
+
+def _alone(check: Check) -> bool:
+    """A check that deploys or draws from the run's seed (``for_driver``) rides no shared world.
+
+    Its updates change the world the others would see, and a shared world's riders are
+    driven without the seed and the update duty (``sim.publish.deploying``).
+    """
+    return getattr(type(check), "for_driver", None) is not None
+
+
+def _beside(
+    scenario: Scenario, seed: int, checks: Sequence[Check], budget: CheckBudget,
+    share: bool | None,
+) -> list[RunResult]:
+    """``run_checks`` where some checks run alone: the others share worlds as ever."""
+    shared = run_checks(scenario, seed, [c for c in checks if not _alone(c)], budget, share)
+    bad, rest = shared[0].bad, iter(shared)  # one ground truth for every check of the seed
+    return [run(scenario, seed, c, bad=bad, budget=budget) if _alone(c) else next(rest)
+            for c in checks]
 
 
 @dataclass(eq=False)
