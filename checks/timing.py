@@ -76,7 +76,7 @@ def _spread(rule: str, spread_checks_pct: float) -> str:
     """A rule with its intervals at their longest, when the checks are spread."""
     if spread_checks_pct <= 0:
         return rule
-    return rule.replace("interval_s x", "interval_s x (1 + spread_checks_pct / 100) x", 1)
+    return rule.replace("interval_s x", "interval_s x (1 + spread_checks_pct / 100) x")
 
 
 def _spread_numbers(spread_checks_pct: float) -> tuple[tuple[str, float], ...]:

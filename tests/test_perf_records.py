@@ -1,4 +1,5 @@
-"""Event records are built with ``Event(*record)``: their layout must stay Event's."""
+"""Events are written as their fields in order (``tuple.__new__(Event, record)``): the
+layout must stay Event's."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ def test_record_fields_are_events_fields_in_order() -> None:
     assert Event._fields == RECORD_FIELDS
 
 
-def test_a_look_builds_only_new_events_and_keeps_the_older_ones() -> None:
-    """Records become Events when read; the view after more records keeps the older Events."""
+def test_a_look_shows_the_written_events_and_shares_the_older_ones() -> None:
+    """Written records read back as Events; the view after more records holds the same older
+    Events (no copy), and is handed out again until the next event."""
     log = EventLog(3)
     log.record(("start", "started", 1000, "flyd", None, False, False, False, 0))
     first = log.newest_first()

@@ -369,3 +369,30 @@ def test_a_staggered_balancer_probes_its_targets_an_nth_of_an_interval_apart() -
     order = [p.target for p in balancer.probes[:3]]
     assert sorted(order) == [0, 1, 2]
     assert [p.target for p in balancer.probes] == order * 10
+
+
+class _Edge(random.Random):
+    """A stream whose uniform draws are the top of their range."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
+def test_next_interval_spreads_by_exactly_the_percent_of_the_interval() -> None:
+    """At the top of its draw a 10 % spread of 10 s is 11 s; any spread above 0 draws, 0.5 % too."""
+    spread = HealthRules(interval_s=10, unhealthy_threshold=2, healthy_threshold=3, spread_pct=10)
+    assert next_interval(spread, _Edge()) == 11
+    small = HealthRules(interval_s=10, unhealthy_threshold=2, healthy_threshold=3, spread_pct=0.5)
+    assert next_interval(small, _Edge()) == 10.05
+
+
+def test_a_spread_balancer_varies_each_targets_interval_within_the_spread() -> None:
+    """In a run, with spread-checks 10 %: a target's probes are 4.5-5.5 s apart, not all equal."""
+    env = simpy.Environment()
+    rules = HealthRules(interval_s=5, unhealthy_threshold=2, healthy_threshold=3, spread_pct=10)
+    balancer = LoadBalancer(env, [_server(env)], rules, random.Random(3), lambda: None)
+    env.run(until=200)
+    gaps = [b.at_s - a.at_s for a, b in itertools.pairwise(balancer.probes)]
+    assert len(gaps) > 30
+    assert all(4.5 <= gap <= 5.5 for gap in gaps)
+    assert len({round(gap, 6) for gap in gaps}) > 10

@@ -222,3 +222,11 @@ def test_spread_checks_lengthen_detection_and_reheal_to_the_longest_interval() -
     assert not check_timing(replace(FIXED, spread_checks_pct=50), max_reheal_s=14)[1].ok
     assert "spread_checks_pct" not in dict(exact[0].numbers)
     assert exact[0].rule == "serve_after_drain_s > interval_s x unhealthy_threshold"
+
+
+def test_any_spread_above_zero_counts_even_under_one_percent() -> None:
+    """0.5 % is a spread: the rule, the numbers and the detection time all say so."""
+    drain = check_timing(replace(FIXED, spread_checks_pct=0.5))[0]
+    assert "(1 + spread_checks_pct / 100)" in drain.rule
+    assert dict(drain.numbers)["spread_checks_pct"] == 0.5
+    assert dict(drain.numbers)["detection_s"] == 5 * 1.005 * 2

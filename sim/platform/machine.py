@@ -26,7 +26,7 @@ from platform_testbed.checks import Event, MachineSnapshot
 from platform_testbed.sim.config.profiles import PROFILES, Spec
 from platform_testbed.sim.config.scenario import AppTable, PlatformTable
 from platform_testbed.sim.platform import behavior
-from platform_testbed.sim.platform.eventlog import EventLog, Record
+from platform_testbed.sim.platform.eventlog import EventLog
 from platform_testbed.sim.platform.restarting import RestartBudget
 from platform_testbed.sim.platform.serving import Serving
 
@@ -39,7 +39,9 @@ class Image:
     app: AppTable
 
 
-_snapshot = tuple.__new__
+#: ``tuple.__new__``: a named tuple built from its fields in order, without the named
+#: tuple's Python-level ``__new__`` (snapshots at every look, events at every write).
+_named = tuple.__new__
 
 #: An exit's own fields: (exit_code, oom_killed, requested_stop, restarting, restart_count).
 ExitFields = tuple[int | None, bool, bool, bool, int]
@@ -52,10 +54,10 @@ class Machine:
     # Slots: a world builds a Machine per machine per run, and its life reads these.
     __slots__ = (
         "_always", "_boot_base", "_budget", "_epoch_ms", "_exit", "_jitter", "_next_change",
-        "_pending", "_quiet", "_quiet_draw", "_quiet_until", "_records", "_spare_draw", "_starts",
-        "_state", "_steady", "_steady_exit", "all_events", "crash_images", "crash_times", "env",
-        "history", "id", "image", "log", "on_state", "platform", "profile", "restarts_total", "rng",
-        "serving",
+        "_pending", "_quiet", "_quiet_draw", "_quiet_until", "_records", "_ref", "_schedule",
+        "_spare_draw", "_starts", "_state", "_steady", "_steady_exit", "_then_exit",
+        "_then_start", "all_events", "crash_images", "crash_times", "env", "history", "id",
+        "image", "log", "on_state", "platform", "profile", "restarts_total", "rng", "serving",
     )
 
     def __init__(
@@ -89,6 +91,14 @@ class Machine:
         self._epoch_ms = platform.epoch_ms
         self._jitter = platform.jitter
         self._always = platform.restart_policy == "always"
+        #: ``env.schedule`` and the two callback lists a crash loop hands it, made once:
+        #: SimPy reads a processed event's list and never changes it, and ``_halt``
+        #: cancels by replacing a pending event's list, not by emptying it.
+        self._schedule = env.schedule
+        self._then_start: list[Callable[[simpy.Event], None]] = [self._started]
+        self._then_exit: list[Callable[[simpy.Event], None]] = [self._exited]
+        #: The running image's ref (set with the image at each ``_begin``).
+        self._ref = ""
         #: Every crash ever, uncapped: its time and the image ref that crashed; what the
         #: reconciler and the ground truth see. Two lists, not one of tuples: floats and
         #: shared strings are nothing the cyclic collector walks, where a tuple per crash
@@ -157,7 +167,7 @@ class Machine:
         image = self.image
         # ``MachineSnapshot(...)`` with every field given, without the named tuple's
         # Python-level ``__new__``: every look builds one per machine.
-        return _snapshot(MachineSnapshot, (
+        return _named(MachineSnapshot, (
             self.id,
             self._state,
             image.ref if image is not None else "",
@@ -227,8 +237,9 @@ class Machine:
         """End the life: its next step never comes; a running app stops on request."""
         pending = self._pending
         if pending is not None:
-            # Only this machine holds its timeouts: emptying the callbacks cancels the step.
-            pending.callbacks.clear()
+            # Only this machine holds its timeouts: no callbacks cancel the step. (A new
+            # list: the one it holds may be ``_then_start`` or ``_then_exit``.)
+            pending.callbacks = []
             self._pending = None
             if self.env.now < self._quiet_until:
                 self._spare_draw = self._quiet_draw
@@ -239,6 +250,7 @@ class Machine:
     def _begin(self, image: Image) -> None:
         """A new life on ``image``: the machine reads starting now, and its boot begins."""
         self.image = image
+        self._ref = image.ref
         app = image.app
         self._boot_base = behavior.boot_s(app, self.platform.boot_s)
         self._steady = steady = behavior.steady_exit(app)
@@ -298,8 +310,8 @@ class Machine:
             after, exit_code, oom_killed = ended
             self._exit = (exit_code, oom_killed)
         # ``_next(fired, after, self._exited)``, inline: once a start.
-        fired.callbacks = [self._exited]
-        self.env.schedule(fired, NORMAL, after)
+        fired.callbacks = self._then_exit
+        self._schedule(fired, NORMAL, after)
         self._pending = fired
 
     def _exited(self, fired: simpy.Event) -> None:
@@ -309,9 +321,8 @@ class Machine:
         exit_code, oom_killed = self._exit
         failed = exit_code != 0 or oom_killed
         if failed:
-            assert self.image is not None
             self.crash_times.append(now)
-            self.crash_images.append(self.image.ref)
+            self.crash_images.append(self._ref)
         always = self._always
         budget = self._budget
         restarting = always or (failed and budget is not None and budget.restart(now))
@@ -335,8 +346,8 @@ class Machine:
             # The boot ends at the float instant a separate restart event would give
             # (``restart_at + booting``), not at ``now + (delay + booting)``.
             # ``_next(fired, ..., self._started)``, inline: once a crash.
-            fired.callbacks = [self._started]
-            self.env.schedule(fired, NORMAL, restart_at + booting - now)
+            fired.callbacks = self._then_start
+            self._schedule(fired, NORMAL, restart_at + booting - now)
             self._pending = fired
         else:
             self._next(fired, delay, self._restarted)
@@ -370,13 +381,15 @@ class Machine:
             records = self._records
             keep = self.all_events
             for kind, status, source, is_exit in specs:
-                record: Record = (
+                # ``Event(...)`` with every field given, without the named tuple's
+                # Python-level ``__new__`` (``eventlog._event``).
+                event: Event = _named(Event, (
                     (kind, status, stamp, source, *exit_fields) if is_exit
                     else (kind, status, stamp, source, None, False, False, False, 0)
-                )
-                records.append(record)
+                ))
+                records.append(event)
                 if keep is not None:
-                    keep.append(Event(*record))
+                    keep.append(event)
             self.log.appended += len(specs)
         if state is None:
             return

@@ -234,15 +234,16 @@ class Sweep:
             values.append(axis[at])
         return tuple(reversed(values))
 
-    def scenario(self, values: Sequence[Scalar]) -> Scenario:
+    def scenario(self, values: Sequence[Scalar], env: Env | None = None) -> Scenario:
         """The base scenario with one point's values set.
 
         The same value as validating the whole merged mapping (``validate``), from less
         work: only the tables the axes touch are validated, each table's mapping once per
         process (``_point_tables``), and set on the base scenario, validated once.
+        ``env``: ``validation_env()``, read once for many points (it costs more than a point).
         """
         raw = _with_values(self.base, zip(self.keys, values, strict=True))
-        tables = _point_tables(raw, self.keys)
+        tables = _point_tables(raw, self.keys, validation_env() if env is None else env)
         if tables is None:  # not a table the fast path knows, or a bad value: the whole rule
             return validate(raw, self.name)
         return self._base_scenario.model_copy(update=tables)
@@ -258,15 +259,22 @@ class Sweep:
                      self.heatmap)
 
 
+#: The TESTBED_ variables, as ``validation_env`` reads them.
+Env = tuple[tuple[str, str], ...]
 #: Validated tables by (table, its mapping's repr, the TESTBED_ variables): a point's
 #: validation is a pure function of those (a field's rule may read TESTBED_MIN_PERIOD_S).
 #: A grid's tables repeat (the release table of a point changes only along its axis),
 #: so most points validate nothing. Bounded: emptied when full.
-_TABLES: dict[tuple[str, str, tuple[tuple[str, str], ...]], BaseModel] = {}
+_TABLES: dict[tuple[str, str, Env], BaseModel] = {}
 _TABLES_MAX = 16_384
 
 
-def _point_tables(raw: dict[str, Any], keys: Sequence[str]) -> dict[str, BaseModel] | None:
+def validation_env() -> Env:
+    """The TESTBED_ variables now: what a table's validation may read besides the table."""
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("TESTBED_")))
+
+
+def _point_tables(raw: dict[str, Any], keys: Sequence[str], env: Env) -> dict[str, BaseModel] | None:
     """The validated tables of ``raw`` that ``keys`` touch, or None where only the whole
     validation will do: a top-level key, a field that is not a plain table, a bad value
     (the whole validation then words the error exactly as always).
@@ -274,7 +282,6 @@ def _point_tables(raw: dict[str, Any], keys: Sequence[str]) -> dict[str, BaseMod
     Equal to validating all of ``raw``: ``Scenario`` has no rule across its tables (each
     field is validated on its own), and the tables are frozen, so one may be shared.
     """
-    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("TESTBED_")))
     tables: dict[str, BaseModel] = {}
     for key in keys:
         top, dot, _ = key.partition(".")
