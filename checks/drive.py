@@ -22,6 +22,13 @@ passes through, and a ``CheckFailed`` raised while the check answers passes as i
 is how a driver's wrapper around a check (the simulator's wall-clock budget on a user's
 check, ``sim.checkload.budget``) says why the check failed.
 
+A check that deploys (``checks.protocol.Deploying``) may answer ``Update(machine_ids)``:
+``drive_deploying`` yields it to a driver that carries it out (update those machines now,
+look in the same instant, send the look); ``drive`` refuses it with ``CheckFailed``, one
+line saying why, since its driver cannot update (replay: the recorded deploy already
+updated the machines). An ``Update`` needs a non-empty tuple of machine id strings, and
+counts as a look against ``max_looks`` (a look follows it).
+
 Pure: no clock, no signal, no environment; the driver chooses ``max_looks``.
 """
 
@@ -29,8 +36,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator
+from typing import cast
 
-from .model import Look, Verdict, Wait
+from .model import Look, Update, Verdict, Wait
 from .protocol import Check
 
 #: A check that keeps asking for looks without deciding is a broken check, not a slow one.
@@ -69,6 +77,35 @@ def drive(
     check: Check, publish_started_ms: int, max_looks: int = MAX_LOOKS
 ) -> Generator[float, Look, Verdict]:
     """Yield how long to wait before each look; receive the look; return the verdict."""
+    # With updates off the loop never yields an Update: only floats.
+    return cast(Generator[float, Look, Verdict],
+                _loop(check, publish_started_ms, max_looks, updates=False))
+
+
+def drive_deploying(
+    check: Check, publish_started_ms: int, max_looks: int = MAX_LOOKS
+) -> Generator[float | Update, Look, Verdict]:
+    """As ``drive``, and yield each ``Update`` the check asks: carry it out, then look at once."""
+    return _loop(check, publish_started_ms, max_looks, updates=True)
+
+
+def _update(step: Update, updates: bool) -> Update:
+    """The check's Update, validated; refused when the driver cannot carry it out."""
+    ids = step.machine_ids
+    if not isinstance(ids, tuple) or not ids or not all(isinstance(i, str) for i in ids):
+        raise CheckFailed(f"check returned {step!r}; an Update needs a non-empty tuple of "
+                          "machine id strings")
+    if not updates:
+        raise CheckFailed(f"check asked to update {', '.join(ids)}, which this driver cannot "
+                          "do (a replay's machines were updated by the recorded deploy; a "
+                          "check command cannot deploy): run it in the simulator, or with "
+                          "rollout = \"at-publish\"")
+    return step
+
+
+def _loop(
+    check: Check, publish_started_ms: int, max_looks: int, updates: bool
+) -> Generator[float | Update, Look, Verdict]:
     try:
         getattr(check, "name", None)
     except Interrupt:
@@ -87,6 +124,13 @@ def drive(
             if not isinstance(step.ok, bool) or not isinstance(step.reason, str):
                 raise CheckFailed(f"check returned {step!r}; a Verdict needs ok: bool, reason: str")
             return step
+        if isinstance(step, Update):
+            asked = _update(step, updates)
+            if len(looks) >= max_looks:
+                raise CheckFailed(f"check took {max_looks} looks without a verdict (the limit: "
+                                  "--max-looks or TESTBED_MAX_LOOKS)")
+            looks.append((yield asked))
+            continue
         if not isinstance(step, Wait):
             raise CheckFailed(f"check returned {step!r}; expected Wait(seconds) or Verdict")
         seconds = step.seconds

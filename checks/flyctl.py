@@ -5,14 +5,14 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal
 
 from .failsafe import lost_machines
 from .flywait import pre_deploy_state, reached_at
 from .memo import PerCheck
-from .model import Event, Look, MachineSnapshot, Verdict, Wait, in_ms, to_s
-from .options import INTERVAL, SECONDS, refuse_out_of_range
+from .model import Event, Look, MachineSnapshot, Update, Verdict, Wait, in_ms, to_s
+from .options import COUNT, INTERVAL, SECONDS, refuse_out_of_range
 from .protocol import Step
 from .reasons import describe, since
 from .started import wait_at_least
@@ -33,6 +33,14 @@ ASLEEP = ("stopped", "suspended")
 #: flyctl's listen-address wait (``machines_deploymachinesapp.go``
 #: ``defaultListenAddressCheckTimeout`` l.1276): at least 15 s.
 LISTEN_WAIT_S = 15.0
+#: ``plan.go`` ``STOPPED_MACHINES_POOL_SIZE`` l.27: cold machines updated at once.
+COLD_POOL = 30
+#: ``machines.go`` ``DefaultMaxUnavailable`` l.42: the share of warm machines in flight.
+MAX_UNAVAILABLE = 0.33
+#: ``plan.go`` ``updateMachinesWRecovery`` l.342: the sleep after a failed retry pass.
+RETRY_SLEEP_MS = 1_000
+#: flyctl's "skipping machine update due to earlier failure" (``plan.go`` l.387).
+SKIPPING = "skipping machine update due to earlier failure"
 
 
 def jittered(low_s: float, high_s: float, seed: int, machine_id: str, attempt: int) -> float:
@@ -125,9 +133,66 @@ class _Reads:
                 self.skipped[machine.id] = state
 
 
+def _placeholder(machine_id: str, at_ms: int) -> MachineSnapshot:
+    """A skipped machine's outcome names only its id: no snapshot of it is judged."""
+    return MachineSnapshot(machine_id, "stopped", "", (), at_ms)
+
+
+def pool_size(warm: int, max_unavailable: float) -> int:
+    """``machines_deploymachinesapp.go`` ``getPoolSize`` l.918-925: how many warm machines at once.
+
+    ``max_unavailable`` >= 1 is a count; below 1, a share of the warm machines, rounded up.
+    """
+    if max_unavailable >= 1:
+        return int(max_unavailable)
+    return max(1, math.ceil(warm * max_unavailable)) if warm else 0
+
+
+class _Rollout:
+    """flyctl's rolling update in progress (``plan.go`` ``updateMachinesWRecovery``), look by look.
+
+    The first look is the fleet before any update: flyctl's ``md.appState`` ``List``
+    (``updateExistingMachinesWRecovery`` l.664), so a machine's state there is its
+    ``originalMachine`` state. Every other field is per machine id.
+    """
+
+    __slots__ = ("attempts", "done", "due", "error", "listened", "opened", "order", "pending",
+                 "pool", "queue", "reads", "retry_at", "retrying", "running", "skipped", "updated",
+                 "wait_from", "warm")
+
+    def __init__(self, first: Look, max_unavailable: float) -> None:
+        self.order = [m.id for m in first.machines]
+        #: Pre-deploy states that say skip (``shouldSkipLaunch``); a machine the first look
+        #: shows ``created`` with no event is one the deploy creates (``origMachineRaw ==
+        #: nil``: launched).
+        self.skipped: dict[str, str] = {
+            m.id: m.state for m in first.machines
+            if m.state not in LAUNCHED and not (m.state == "created" and not m.events)
+        }
+        #: ``isWarm`` (plan.go l.233-244): every launched machine is warm, because
+        #: ``updateExistingMachinesWRecovery`` l.672-674 marks its new state ``started``.
+        self.warm = [i for i in self.order if i not in self.skipped]
+        self.pool = pool_size(len(self.warm), max_unavailable)
+        self.updated: dict[str, int] = {}  # when the machine was updated
+        self.wait_from: dict[str, int] = {}  # when its current waitForMachineState began
+        self.opened: dict[str, float] = {}
+        self.due: dict[str, float] = {}
+        self.reads: dict[str, int] = {}
+        self.done: dict[str, _Outcome] = {}
+        self.running: list[str] = []  # in flight in the current pass, in start order
+        self.queue: list[str] = []  # warm machines the current pass has yet to start
+        self.pending: list[str] = []  # to update now: the driver updates, then looks
+        self.listened = False  # md.listenAddressChecked: once per deploy, retries included
+        self.attempts = 0  # plan.go's ``attempts`` of retry passes that failed
+        self.retry_at: int | None = None
+        self.retrying = False  # the first pass failed: retry passes run
+        #: The first pass's error (plan.go returns ``updateErr`` once retries run out).
+        self.error: Verdict | None = None
+
+
 @dataclass(frozen=True)
 class FlyctlSmokeCheck:
-    """flyctl's rolling deploy, per machine: wait for a settled state, then a 10 s smoke check.
+    """flyctl's rolling deploy, a pool at a time: a settled state, then a 10 s smoke check per machine.
 
     Ported from superfly/flyctl at commit ``ad0172fa`` (FLYCTL_COMMIT), the path
     ``internal/command/deploy/plan.go`` runs (``updateMachinesWRecovery``), line by line
@@ -171,9 +236,14 @@ class FlyctlSmokeCheck:
        l.314-365: a 10 s context opened when the waits above returned; reads at once, then
        after jpillora/backoff v1.0.0's wait (Min 0.5 s, Max 2 s, Factor 2, Jitter:
        uniform in [0.5 s, 0.5 * 2^k s], capped at 2 s), each cut short by the deadline.
-       With ``jitter_seed`` unset the waits are the upper bounds (0.5, 1, 2, 2 ... s);
-       with a seed they are drawn from it (``jittered``: a hash, so the check stays a
-       pure function of its inputs). A read due between looks is taken at the next look.
+       flyctl draws from Go's global ``math/rand``; here the draws come from the run's
+       seed: with ``jitter = "seeded"`` (the default) a driver that has a seed hands it
+       over (``for_driver``: the simulator's world seed, the test kit's world seed, a
+       replay's recorded ``NAME/seed=N``) as ``jitter_seed``, unless one is set; the
+       draw is a hash of (seed, machine, read) (``jittered``), so the check stays a pure
+       function of its fields and looks. With no seed, or ``jitter = "upper-bounds"``,
+       the waits are jpillora's upper bounds (0.5, 1, 2, 2 ... s). A read due between
+       looks is taken at the next look.
        Per read: pass once uptime since ``MostRecentStartTimeAfterLaunch`` is over 10 s
        and the machine is not constantly restarting; pass at the deadline
        (``DeadlineExceeded`` returns nil); fail with "the app appears to be crashing" when
@@ -184,14 +254,39 @@ class FlyctlSmokeCheck:
        returns the error: machines already updated keep the new release. Hence
        ``rolls_back = False``; only the bluegreen strategy has a ``Rollback``.
 
-    Not modelled (no time in issue 19): retries after a recoverable failure
-    (``updateMachinesWRecovery`` l.283-344: a wait timeout is retried up to
-    ``deployRetries`` times, a smoke-check failure is not) and batches (a pool of
-    ceil(0.33 n) warm machines and min(n, 30) cold ones, the first error cancelling the
-    rest, ``plan.go`` l.225-281, 349-422): the simulator updates every machine at the
-    publish, so every machine's window runs at once; machine checks and Fly health checks
-    that follow the smoke check; lease handling. The publish passes once every machine
-    passed or was skipped, and fails at the first machine that fails.
+    6. **A pool at a time** (``rollout = "pool"``, which ``"driver"`` becomes where the
+       driver carries out ``Update`` steps: the simulator, the test kit's
+       ``drive_world``). ``plan.go`` ``updateMachinesWRecovery`` l.225-281 and
+       ``updateProcessGroup`` l.349-422: the first look is the fleet before any update
+       (``md.appState``, the ``originalMachine`` states ``shouldSkipLaunch`` reads);
+       cold (skipped) machines are all updated at once (a pool of min(n, 30), each done
+       at once); warm ones (every launched machine, ``isWarm`` with l.672-674) go through
+       an errgroup limit of ``getPoolSize`` = ceil(``max_unavailable`` x warm) (a count
+       when >= 1): the next machine's update starts the moment one in flight finishes its
+       steps (``_pool_start``). Each machine's wait timeout, listen wait and smoke window
+       count from its own update. The first failure cancels the group (l.386-390):
+       queued machines are never updated and keep the previous release ("skipping machine
+       update due to earlier failure", named in the verdict), updated ones keep the new
+       one. Machines start in the look's (id) order; plan.go ranges over a Go map, whose
+       order is random (not public: assumed id order, which its retry sorts by).
+    7. **Retries** (``plan.go`` l.283-344, ``_pool_failed``): a wait timeout is
+       recoverable, so the update runs again, the first retry at once and each later one
+       1 s after the last failed, while ``attempts <= deploy_retries`` (R + 1 retries for
+       R >= 1); then the first error is the verdict. A retry does not update a machine
+       again (same config, ``updateMachineConfig`` l.830-832): it waits and checks it
+       afresh; a machine that passed stays passed (``healthChecksPassed``); the listen wait
+       is not repeated. A smoke-check failure is an ``unrecoverableError`` (l.635): never
+       retried. ``deploy_retries`` defaults to ``auto`` in flyctl, a LaunchDarkly flag
+       (``deploy.go`` l.626-634), not public: assumed 1; with 0 flyctl takes the legacy
+       path (no retry; its other differences are not modelled).
+
+    With ``rollout = "at-publish"`` (replay, a check command, a drive of hand-made looks:
+    drivers that cannot update) every machine was updated at the publish and every window
+    runs at once, with no retry: a recording's deploy already did its own. ``"pool"`` there
+    is refused in one line (``checks.drive``). Not modelled: machine checks and Fly health
+    checks that follow the smoke check; lease handling; process groups (one group). The
+    publish passes once every machine passed or was skipped, and fails at the first
+    machine that fails.
 
     Blind spots, by construction: a machine the platform gave up on (``restarting =
     false``) passes at the 10 s deadline; so does a crash loop slower than the window, or
@@ -216,10 +311,25 @@ class FlyctlSmokeCheck:
     listen_wait_s: float = field(default=LISTEN_WAIT_S, metadata=SECONDS)
     #: The seed of the smoke backoff's jitter draws; None: the upper bounds, no jitter.
     jitter_seed: int | None = None
+    #: ``seeded``: the smoke backoff is jittered as jpillora's is, from ``jitter_seed``
+    #: (a driver sets it to the run's seed); ``upper-bounds``: never jittered.
+    jitter: Literal["seeded", "upper-bounds"] = "seeded"
+    #: ``pool``: the check rolls the release out, a pool at a time (``Update`` steps);
+    #: ``at-publish``: the driver updated every machine at the publish (a recording);
+    #: ``driver``: ``pool`` when the driver carries out updates, else ``at-publish``.
+    rollout: Literal["driver", "pool", "at-publish"] = "driver"
+    #: flyctl's ``--max-unavailable`` (``machines.go`` ``DefaultMaxUnavailable`` 0.33):
+    #: the share (below 1) or count (1 and above) of warm machines updated at once.
+    max_unavailable: float = field(default=MAX_UNAVAILABLE, metadata=INTERVAL)
+    #: flyctl's ``--deploy-retries``. Its default ``auto`` reads a LaunchDarkly flag
+    #: (``deploy.go`` l.626-634), not public: assumed 1, the least value at which flyctl
+    #: takes plan.go's path at all (``updateExistingMachines`` l.603). 0: no retry.
+    deploy_retries: int = field(default=1, metadata=COUNT)
     name = "flyctl-smoke"
     #: This object's fold of the looks so far, and the machine ids they showed, kept
     #: between a drive's calls (``checks.memo``): not fields, never compared.
     _reads = PerCheck[_Reads]()
+    _rollout = PerCheck[_Rollout]()
     _seen = PerCheck[dict[str, int]]()
     #: flyctl's rolling strategy never rolls back (see 5. above).
     rolls_back: ClassVar[bool] = False
@@ -235,6 +345,8 @@ class FlyctlSmokeCheck:
             return Wait(0.0)
         if lost := lost_machines(self.name, looks, self._seen):
             return lost
+        if self.rollout == "pool":
+            return self._pool_next(publish_started_ms, looks)
         # Keyed by the publish time: a read times out counting from it, so another
         # publish time can end the fold at an earlier look (hypothesis found it).
         key = publish_started_ms
@@ -245,6 +357,216 @@ class FlyctlSmokeCheck:
         step = self._wait(reads, looks[-1], publish_started_ms)
         self._reads.keep(key, looks, reads)
         return step
+
+    @property
+    def deploys(self) -> bool:
+        """Whether this check rolls the release out itself (``checks.protocol.Deploying``)."""
+        return self.rollout == "pool"
+
+    def for_driver(self, seed: int | None, updates: bool) -> FlyctlSmokeCheck:
+        """This check for a run: ``rollout = "driver"`` resolved by what the driver can do,
+        and the run's seed as ``jitter_seed`` when the jitter is seeded and none is set."""
+        rollout = self.rollout
+        if rollout == "driver":
+            rollout = "pool" if updates else "at-publish"
+        jitter_seed = self.jitter_seed
+        if jitter_seed is None and self.jitter == "seeded":
+            jitter_seed = seed
+        if (rollout, jitter_seed) == (self.rollout, self.jitter_seed):
+            return self
+        return replace(self, rollout=rollout, jitter_seed=jitter_seed)
+
+    # -- the rolling update, a pool at a time (rollout = "pool") ------------------------
+
+    def _pool_next(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
+        """``plan.go`` ``updateMachinesWRecovery``: update a pool at a time, retry, decide."""
+        key = ("pool", publish_started_ms)
+        state, unseen = self._rollout.resume(
+            key, looks, lambda: _Rollout(looks[0], self.max_unavailable))
+        for look in unseen:
+            if verdict := self._pool_fold(state, look, publish_started_ms):
+                return verdict
+        if state.pending:
+            step: Step = Update(tuple(state.pending))
+        else:
+            step = self._pool_wait(state, looks[-1])
+        self._rollout.keep(key, looks, state)
+        return step
+
+    def _pool_fold(self, r: _Rollout, look: Look, publish_started_ms: int) -> Verdict | None:
+        """Fold one look into the rollout; a verdict if it decides the deploy."""
+        at = look.at_ms
+        if not r.updated and not r.done and not r.pending:
+            # The first look: the fleet before any update. Pass 0 starts now.
+            self._pool_pass(r, at)
+            return None
+        r.pending = []  # the driver carried them out before this look
+        if r.retry_at is not None and at >= r.retry_at:
+            r.retry_at = None
+            if r.attempts > self.deploy_retries:
+                assert r.error is not None
+                return self._gave_up_retrying(r, look)
+            self._pool_pass(r, at)
+        moved = True
+        while moved:
+            moved = False
+            for mid in list(r.running):
+                if mid in r.pending:
+                    continue  # updated after this look: judged from the next
+                machine = look.machine(mid)
+                assert machine is not None  # lost_machines ran first
+                outcome = self._pool_advance(r, machine, look)
+                if outcome is None:
+                    continue
+                if outcome == "crashing":
+                    # A smoke-check failure is an unrecoverableError (plan.go l.635): no retry.
+                    crashed = self._crashing(machine, publish_started_ms)
+                    return replace(crashed, reason=crashed.reason + self._skip_note(r))
+                if outcome == "timeout":
+                    if self._pool_failed(r, machine, publish_started_ms, at):
+                        assert r.error is not None
+                        return replace(r.error, reason=r.error.reason + self._skip_note(r))
+                    moved = True
+                    break
+                r.running.remove(mid)
+                moved = self._pool_start(r, at) or moved
+        if not r.pending and len(r.done) == len(r.order):
+            return self._passed(look, r.done, r.skipped, publish_started_ms)
+        return None
+
+    def _pool_pass(self, r: _Rollout, at: int) -> None:
+        """One call of ``updateMachinesWRecovery``'s update: cold machines at once, warm a pool at a time.
+
+        ``plan.go`` l.246-267: cold (skipped) machines in a pool of min(n, 30), warm ones
+        in a pool of ``pool_size``, both at once. A cold machine is updated without a start
+        and settles at once (``updateMachineWChecks`` returns after its wait), so all of
+        them are updated in this instant whatever the pool. Warm machines start in the
+        look's order (plan.go ranges over a Go map, whose order is random: assumed the
+        machines' id order, as its retry sorts them, l.306-310).
+        """
+        for mid in r.order:
+            if mid in r.skipped and mid not in r.done:
+                r.updated[mid] = at
+                r.pending.append(mid)
+                r.done[mid] = _Outcome(True, "skipped", _placeholder(mid, at))
+        r.running = []
+        r.queue = [mid for mid in r.warm if mid not in r.done]
+        self._pool_start(r, at)
+
+    def _pool_start(self, r: _Rollout, at: int) -> bool:
+        """Fill the pool from the queue (errgroup ``SetLimit``: the next starts when one ends).
+
+        A machine not yet updated is asked for (``Update``) and judged from the next look;
+        one a failed pass already updated is not updated again (``updateMachineConfig``
+        returns early when the config is the same, plan.go l.830-832) and waits afresh
+        from now. True when such a machine started: it is judged in this look.
+        """
+        judged_now = False
+        while len(r.running) < r.pool and r.queue:
+            mid = r.queue.pop(0)
+            r.running.append(mid)
+            r.wait_from[mid] = at
+            for progress in (r.opened, r.due, r.reads):
+                progress.pop(mid, None)
+            if mid in r.updated:
+                judged_now = True
+            else:
+                r.updated[mid] = at
+                r.pending.append(mid)
+        return judged_now
+
+    def _pool_advance(self, r: _Rollout, machine: MachineSnapshot, look: Look) -> str | None:
+        """One machine's ``updateMachineWChecks`` at this look: None, passed, crashing or timeout."""
+        mid, at = machine.id, look.at_ms
+        start = r.wait_from[mid]
+        if mid not in r.opened:
+            timeout_ms = start + in_ms(self.wait_timeout_s)
+            settled = self._settled_at(machine, look, start)
+            if settled is None or settled[0] > timeout_ms:
+                return "timeout" if at >= timeout_ms else None
+            opened = float(settled[0])
+            if not r.listened:
+                r.listened = True
+                if settled[1] != "started":
+                    opened += in_ms(self.listen_wait_s)
+            r.opened[mid] = r.due[mid] = opened
+            r.reads[mid] = 0
+        read_once = r.reads[mid] > 0 or self.wait_reading == "sampled"
+        if read_once and at >= r.opened[mid] + in_ms(self.window_s):
+            r.done[mid] = _Outcome(True, "window-ran-out", machine)
+            return "passed"
+        if at < r.due[mid]:
+            return None
+        crashing = is_constantly_restarting(machine)
+        if crashing:
+            return "crashing"
+        if self._uptime_ms(machine) > in_ms(self.min_uptime_s):
+            r.done[mid] = _Outcome(True, "uptime", machine)
+            return "passed"
+        r.due[mid] += in_ms(self._backoff_s(mid, r.reads[mid]))
+        r.reads[mid] += 1
+        return None
+
+    def _pool_failed(self, r: _Rollout, machine: MachineSnapshot, publish_started_ms: int,
+                     at: int) -> bool:
+        """A wait timeout: cancel the pass; retry it (True: no retry, the deploy fails).
+
+        ``plan.go`` ``updateProcessGroup`` l.386-390: the first error cancels the group's
+        context, so queued machines are skipped and in-flight ones stop, keeping whatever
+        they run. A wait timeout is recoverable (``updateMachineWChecks`` l.613-617 returns
+        the plain error), so ``updateMachinesWRecovery`` l.283-344 retries: the first retry
+        at once, each later one after a 1 s sleep, while ``attempts <= deployRetries``
+        (so ``deploy_retries`` R allows R + 1 retries); it then returns the first error.
+        R = 0: flyctl takes the legacy path, which does not retry (its other differences
+        are not modelled).
+        """
+        if r.error is None:
+            r.error = self._wait_timeout(machine, publish_started_ms)
+        for mid in r.running:
+            for progress in (r.opened, r.due, r.reads):
+                progress.pop(mid, None)
+        r.running, r.queue = [], []
+        if self.deploy_retries == 0:
+            return True
+        if not r.retrying:  # the first pass failed: the first retry runs at once
+            r.retrying = True
+            self._pool_pass(r, at)
+            return False
+        r.attempts += 1
+        r.retry_at = at + RETRY_SLEEP_MS
+        return False
+
+    def _gave_up_retrying(self, r: _Rollout, look: Look) -> Verdict:
+        """``plan.go`` l.298-302: attempts > deployRetries, so the first error is returned."""
+        assert r.error is not None
+        return replace(
+            r.error,
+            reason=f"{r.error.reason}; flyctl retried the update {r.attempts} times "
+            f"(deploy_retries = {self.deploy_retries}) and returns this first error"
+            + self._skip_note(r),
+        )
+
+    def _skip_note(self, r: _Rollout) -> str:
+        """The machines the cancelled deploy never updated, which keep the previous release."""
+        never = [mid for mid in r.order if mid not in r.updated]
+        if not never:
+            return ""
+        return f"; {SKIPPING}, so these keep the previous release: {', '.join(never)}"
+
+    def _pool_wait(self, r: _Rollout, latest: Look) -> Wait:
+        """Wait until the soonest read, window end, wait tick or timeout, or the retry."""
+        at = latest.at_ms
+        window_ms = in_ms(self.window_s)
+        waits: list[float] = [] if r.retry_at is None else [r.retry_at - at]
+        for mid in r.running:
+            if mid in r.opened:
+                waits.append(min(r.due[mid], r.opened[mid] + window_ms) - at)
+            else:
+                start = r.wait_from[mid]
+                tick = self._tick_at_or_after(at + 1, start)
+                left_ms = start + in_ms(self.wait_timeout_s) - at
+                waits.append(min(tick - at, left_ms))
+        return wait_at_least(to_s(min(waits)))
 
     def _settled_at(
         self, machine: MachineSnapshot, look: Look, publish_started_ms: int
@@ -271,7 +593,7 @@ class FlyctlSmokeCheck:
     def _backoff_s(self, machine_id: str, attempt: int) -> float:
         """The wait after read ``attempt``: jpillora/backoff's, capped at ``backoff_max_s``."""
         high = self.backoff_min_s * 2.0**attempt
-        if self.jitter_seed is not None and high > self.backoff_min_s:
+        if self.jitter == "seeded" and self.jitter_seed is not None and high > self.backoff_min_s:
             high = jittered(self.backoff_min_s, high, self.jitter_seed, machine_id, attempt)
         return min(high, self.backoff_max_s)
 

@@ -16,6 +16,12 @@ Known difference from flyctl, by construction: flyctl re-polls after each 408 or
 with a jittered 0.5-2 s backoff (``WaitForState`` l.274-281); a state entered and left
 inside that gap would be missed by flyctl, where ``reached_at`` (and the twin, which
 answers whatever happens while a poll is held) count it. A 60 s poll makes that rare.
+
+Known difference between the twin and a reading from looks: a requested stop during the
+wait (an autostop, a client's stop) writes no entry (``enters``), so the twin answers it
+at the moment the machine reads stopped, and a reader of looks at the first look that
+shows it stopped. Counting those exits instead would count each update's own stop, which
+a client that updates machines one by one writes after the publish began.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from collections.abc import Mapping, Sequence
 
 from .model import MACHINE_STATES, MachineSnapshot
 
-__all__ = [
+__all__ = (
     "DEFAULT_WAIT_S",
     "MAX_WAIT_S",
     "MIN_WAIT_S",
@@ -38,21 +44,22 @@ __all__ = [
     "refusal",
     "version_matches",
     "wanted_states",
-]
+)
 
 #: fly-go ``WithWaitTimeout`` l.36-40: ``max(1 s, min(timeout, 60 s))``, 60 s being the
 #: proxy's limit (``proxyTimeoutThreshold`` l.19). That the server clamps a raw request
 #: the same way: not public: assumed (a client other than fly-go may send any number).
-MIN_WAIT_S, MAX_WAIT_S = 1, 60
-#: superfly/docs machines-resource l.318: "``timeout`` ... Default is 60."
+MIN_WAIT_S = 1
+MAX_WAIT_S = 60
+#: superfly/docs machines-resource l.315: "``timeout`` ... Default is 60."
 DEFAULT_WAIT_S = 60
 #: Fly's OpenAPI ``Machines_wait`` ``state`` enum (tests/data/fly/openapi). The docs page
-#: (l.322) lists four; the OpenAPI description adds ``failed`` and ``settled``.
+#: (l.320) lists four; the OpenAPI description adds ``failed`` and ``settled``.
 WAIT_STATES = ("started", "stopped", "suspended", "destroyed", "failed", "settled")
 #: "settled": at rest, not on the way anywhere: fly-go's machine states less the
 #: transitional ones (created, starting, stopping) -- not public: assumed.
 SETTLED = ("started", "stopped", "suspended", "failed", "destroyed")
-#: superfly/docs machines-resource l.308: ``instance_id`` is "Required when waiting for
+#: superfly/docs machines-resource l.310: ``instance_id`` is "Required when waiting for
 #: Machine to be in `stopped` state", and Kilo-Org/cloud#297 (2026-02-17) reports a 400
 #: without it. But flyctl never sends one (``WaitForState`` l.244 passes only states and
 #: timeout; fly-go writes ``version`` only when given) and waits for ``stopped`` on every
@@ -72,7 +79,7 @@ def clamp_timeout_s(timeout_s: int | None) -> int:
 def wanted_states(states: Sequence[str]) -> tuple[str, ...]:
     """The machine states a wait for ``states`` answers on (``settled`` expanded).
 
-    No state: ``started``, fly-go's default (``Wait`` l.64-66) and the docs' (l.322).
+    No state: ``started``, fly-go's default (``Wait`` l.64-66) and the docs' (l.320).
     """
     asked = tuple(states) or ("started",)
     return tuple(s for want in asked for s in (SETTLED if want == "settled" else (want,)))
@@ -93,7 +100,7 @@ def refusal(
 def version_matches(wanted: str | None, current: str) -> bool:
     """Whether the machine's version counts: any without ``instance_id``, else that one.
 
-    superfly/docs l.308: ``instance_id`` "Filter for a specific Machine `instance_id`
+    superfly/docs l.310: ``instance_id`` "Filter for a specific Machine `instance_id`
     (version)"; fly-go sends it as ``version`` (``waitQuerystring`` l.13).
     """
     return wanted is None or wanted == current

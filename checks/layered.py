@@ -49,6 +49,16 @@ class LayeredCheck:
 
     def next(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
         """Return the next wait, or the verdict once the layers have decided."""
+        step = self._layers(publish_started_ms, looks)
+        if isinstance(step, Verdict):
+            # The ids seen were kept for a call that will not come: dropped, they do not
+            # hold this drive's looks for as long as the check object lives (a sweep's
+            # built checks live for the whole sweep; kept, every world's last looks
+            # outlived it and made the collector's full passes come often).
+            self._seen.drop()
+        return step
+
+    def _layers(self, publish_started_ms: int, looks: Sequence[Look]) -> Step:
         if lost := lost_machines(self.name, looks, self._seen):
             return lost
         if looks:

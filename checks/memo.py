@@ -77,6 +77,14 @@ class LookMemo(Generic[S]):
         """Remember ``state`` as the fold of every look in ``looks`` under ``key``."""
         self._local.slot = (key, list(looks), state)
 
+    def drop(self) -> None:
+        """Forget what this thread kept: a drive that decided needs none of it.
+
+        A check object can outlive its drive by far (a sweep keeps its built checks for
+        every world): what a decided drive left here would hold that world's looks.
+        """
+        self._local.slot = None
+
 
 class PerCheck(Generic[S]):
     """A ``LookMemo`` of each check object, made at its first use (a class attribute).

@@ -133,6 +133,19 @@ class Wait:
 
 
 @dataclass(frozen=True, slots=True)
+class Update:
+    """Update these machines to the release now, take a look in the same instant, ask again.
+
+    Only a check that deploys asks it (``checks.protocol.Deploying``), and only of a driver
+    that carries it out: the simulator and the test kit's ``drive_world`` do; replay and a
+    check command do not (``checks.drive`` refuses it there, in one line). flyctl updates a
+    pool of machines at a time (``plan.go`` ``updateProcessGroup``): the check says which.
+    """
+
+    machine_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """The check's decision: the publish may go live (ok) or must fail, and why."""
 

@@ -34,7 +34,7 @@ Imports: ``checks.model`` data types and the standard library only, never ``sim`
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from platform_testbed.checks.model import Event
@@ -532,6 +532,216 @@ def decide_flyctl(  # noqa: PLR0915 - one loop, step by step as flyctl's flow re
             min(due[h.id], smoke_at[h.id] + window) if h.id in smoke_at else due[h.id]
             for h in machines if h.id not in done
         )
+    return None
+
+
+# --- flyctl's rolling update: a pool at a time, cancelled at the first error, retried ----
+#
+# Written from plan.go's text (superfly/flyctl@ad0172fa; excerpts in the evidence
+# 04-flyctl-deploy-flow.md §2-3), never from checks/flyctl.py:
+#
+# - ``updateExistingMachinesWRecovery`` l.664 reads the app state (``List``) before any
+#   update: that is each machine's ``originalMachine`` (its pre-deploy state).
+#   ``shouldSkipLaunch`` skips a machine that existed and was not started, starting or
+#   failed; a machine the deploy creates (nil) is launched.
+# - ``updateMachinesWRecovery`` l.233-267: ``isWarm`` is true for every launched machine
+#   (its new state is set to "started", l.672-674); warm machines go through an errgroup
+#   of limit ``getPoolSize`` (ceil(0.33 x warm); a count when max_unavailable >= 1), cold
+#   ones through one of min(cold, 30), both at once. An errgroup limit starts the next
+#   machine as soon as any running one returns. A cold machine is updated, waits for a
+#   settled state (it is stopped: at once) and returns, so every cold machine is updated
+#   in the first instant.
+# - ``updateProcessGroup`` l.386-390: once a machine has failed, ``gCtx`` is cancelled:
+#   a machine not yet started logs "skipping machine update due to earlier failure" and
+#   is never updated; running ones stop where they are. Nothing is rolled back.
+# - ``updateMachineWChecks`` l.613-636: a wait timeout is returned as it is (recoverable);
+#   a smoke-check failure is wrapped in ``unrecoverableError``.
+# - l.283-344: after a recoverable failure, with pushForward: loop { if attempts >
+#   deployRetries: return the first error; re-read the state; run the update again
+#   (every machine: one already updated is not updated again, as its config is the same,
+#   l.830-832, but waits and is checked afresh; one that passed its checks is done,
+#   ``healthChecksPassed`` being package state); on success stop; on an unrecoverable
+#   error return it; attempts += 1; sleep 1 s }. The first retry therefore runs at once.
+#   Machines are taken in id order (l.306-310 sorts them; the map iteration after it is
+#   random in Go: assumed id order here too).
+# - ``warnAboutIncorrectListenAddress`` runs once per deploy (``md.listenAddressChecked``
+#   survives the retries).
+#
+# Each machine's own steps are those of ``decide_flyctl`` above, counted from the moment
+# its wait began (its update, or the retry's start). Looks are shared as there.
+
+NEVER_MS = 10**15  # an update time past any horizon: the machine keeps its previous life
+
+
+def _seen_entry(h: History, states: Sequence[str], since_ms: int, at_ms: int,
+                cap: int) -> tuple[int | None, str]:
+    """The earliest entry into ``states`` since ``since_ms`` that a look at ``at_ms`` shows.
+
+    flyctl's long poll is answered by the server, which knows every entry; a check reads
+    it from its looks: the machine's state at the look, and the events still among the
+    newest ``cap`` whose status is a wanted state (an exit with requested_stop is the
+    update's own stop: not an entry; docs/fidelity.md). An entry the cap has already
+    dropped is not seen.
+    """
+    found: tuple[int, str] | None = None
+    if h.state_at(at_ms) in states:
+        found = (at_ms, h.state_at(at_ms))
+    for e in visible_events(h, at_ms, cap):
+        entering = e.status in states and not (e.type == "exit" and e.requested_stop)
+        if entering and e.timestamp >= since_ms and (found is None or e.timestamp < found[0]):
+            found = (e.timestamp, e.status)
+    return (None, "") if found is None else found
+
+
+def decide_flyctl_rollout(  # noqa: PLR0915 - plan.go's passes, step by step
+        ids: Sequence[str], life_at: Callable[[str, int], History], publish_ms: int, cap: int,
+        horizon_ms: int, *, window_s: float = 10.0, min_uptime_s: float = 10.0,
+        backoff_min_s: float = 0.5, backoff_max_s: float = 2.0, wait_timeout_s: float = 300.0,
+        wait_states: Sequence[str] = ("started", "stopped", "suspended"), poll_s: float = 1.0,
+        wait_reading: str = "long-poll", listen_wait_s: float = 15.0,
+        max_unavailable: float = 0.33, deploy_retries: int = 1,
+        updates: dict[str, int] | None = None,
+        draw: Callable[[str, int], float] | None = None) -> Decision | None:
+    """flyctl-smoke's verdict when it rolls the release out, or None past ``horizon_ms``.
+
+    ``life_at(id, t)``: the machine's whole history when the release reaches it at ``t``
+    (``NEVER_MS``: never). ``updates``, when given, receives each machine's update time.
+    ``draw(id, k)``: the ``rand.Float64()`` of jpillora/backoff v1.0.0 ``ForAttempt`` for
+    the machine's wait after read k (None: no jitter, the upper bounds). ForAttempt:
+    ``durf = min * 2^k``; jittered ``durf = rand * (durf - min) + min``; then capped at max.
+    A wait ending between whole milliseconds is looked at on the next one.
+    """
+    window, uptime = round(window_s * 1000), round(min_uptime_s * 1000)
+    tick, listen = round(poll_s * 1000), round(listen_wait_s * 1000)
+    wait_ms = round(wait_timeout_s * 1000)
+    lives = {i: life_at(i, NEVER_MS) for i in ids}
+    new = {i: not any(t <= publish_ms for t, _ in lives[i].states) for i in ids}
+    before = {i: lives[i].state_at(publish_ms) for i in ids}
+    cold = [i for i in ids if not new[i] and before[i] not in LAUNCHED]
+    warm = [i for i in ids if i not in cold]
+    limit = int(max_unavailable) if max_unavailable >= 1 else math.ceil(len(warm) * max_unavailable)
+    updated: dict[str, int] = {} if updates is None else updates
+    done: dict[str, str] = {}
+    wait_from: dict[str, int] = {}
+    smoke_at: dict[str, int] = {}
+    due: dict[str, float] = {}
+    failed_reads: dict[str, int] = {}
+    running: list[str] = []
+    queue: list[str] = []
+    listened = False
+    retrying, attempts = False, 0
+    retry_at: int | None = None
+    first_error: str | None = None
+
+    def go(i: str, t: int) -> None:
+        running.append(i)
+        wait_from[i] = due[i] = t
+        smoke_at.pop(i, None)
+        if i not in updated:
+            updated[i] = t
+            lives[i] = life_at(i, t)
+
+    def fill(t: int) -> None:
+        while len(running) < limit and queue:
+            go(queue.pop(0), t)
+
+    def update_pass(t: int) -> None:
+        for i in cold:
+            if i not in updated:
+                updated[i] = t
+                lives[i] = life_at(i, t)
+                done[i] = "skipped"
+        running.clear()
+        queue[:] = [i for i in warm if i not in done]
+        fill(t)
+
+    t = publish_ms
+    update_pass(t)
+    while t <= horizon_ms:
+        if retry_at is not None and t >= retry_at:
+            retry_at = None
+            if attempts > deploy_retries:
+                return Decision(False, first_error, "wait-timeout", t)
+            update_pass(t)
+        again = True
+        while again:
+            again = False
+            for i in list(running):
+                h = lives[i]
+                start = wait_from[i]
+                if i not in smoke_at:
+                    settled_state = h.state_at(t)
+                    if wait_reading == "long-poll":
+                        entered, settled_state = _seen_entry(h, wait_states, start, t, cap)
+                        settled = (None if entered is None
+                                   else start + -(-(entered - start) // tick) * tick)
+                        if settled == t:
+                            settled_state = h.state_at(t)
+                    else:
+                        settled = t if h.state_at(t) in wait_states else None
+                    if settled is None or settled > start + wait_ms or settled > t:
+                        # Not answered by this look (or only after the timeout).
+                        if t >= start + wait_ms:
+                            # A recoverable error: the group is cancelled, then retried.
+                            first_error = first_error or i
+                            running.clear()
+                            queue.clear()
+                            if deploy_retries == 0:
+                                return Decision(False, i, "wait-timeout", t)
+                            if not retrying:
+                                retrying = True
+                                update_pass(t)
+                            else:
+                                attempts += 1
+                                retry_at = t + 1000
+                            again = True
+                            break
+                        due[i] = (min(start + ((t - start) // tick + 1) * tick, start + wait_ms)
+                                  if settled is None or settled > start + wait_ms else settled)
+                        continue
+                    # The poll's answer may be read late (at a look after its tick): the
+                    # smoke check then began at the tick, and reads at once.
+                    begin = settled
+                    if not listened:
+                        listened = True
+                        if settled_state != "started":
+                            begin = settled + listen
+                    smoke_at[i] = due[i] = begin
+                    failed_reads[i] = 0
+                if t >= smoke_at[i] + window and failed_reads[i] > 0:
+                    done[i] = "window-ran-out"
+                elif t < due[i]:
+                    continue
+                else:
+                    seen = visible_events(h, t, cap)
+                    if constantly_restarting(seen):
+                        return Decision(False, i, "constantly-restarting", t)
+                    started = start_after_launch(seen)
+                    if started is not None and t - started > uptime:
+                        done[i] = "uptime"
+                    else:
+                        k = failed_reads[i]
+                        durf = backoff_min_s * 2 ** k
+                        if draw is not None:
+                            durf = draw(i, k) * (durf - backoff_min_s) + backoff_min_s
+                        # Reads follow one another by the backoff from the due time (a read
+                        # taken on the next whole ms does not shift the ones after it).
+                        due[i] += min(durf, backoff_max_s) * 1000
+                        failed_reads[i] += 1
+                        continue
+                running.remove(i)
+                before_fill = len(running)
+                fill(t)
+                again = again or len(running) > before_fill
+        if len(done) == len(ids):
+            layers = set(done.values())
+            layer = ("window-ran-out" if "window-ran-out" in layers
+                     else "skipped" if layers == {"skipped"} else "uptime")
+            return Decision(True, None, layer, t)
+        times = [min(due[i], smoke_at[i] + window) if i in smoke_at else due[i] for i in running]
+        if retry_at is not None:
+            times.append(retry_at)
+        t += max(1, math.ceil(round(min(times) - t, 6)))
     return None
 
 

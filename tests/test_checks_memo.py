@@ -125,3 +125,21 @@ def test_lost_machines_resumed_names_the_machine_the_rule_names(drawn: list[Look
         assert verdict.machine == machine_id
         assert f"seen at {at} ms" in verdict.reason
         return
+
+
+
+def test_a_layered_check_that_decided_keeps_no_looks() -> None:
+    """Once count or timestamp gives a verdict, its memo holds none of the drive's looks:
+    a check object a sweep keeps for every world does not keep each world's looks alive."""
+    for name in ("count", "timestamp"):
+        check = make_check(name, {"look_delay_s": 1.0})
+        looks: list[Look] = []
+        step = check.next(T0, looks)
+        at = T0
+        while not isinstance(step, Verdict):
+            at += 1000
+            looks.append(Look(at, (MachineSnapshot("m1", "started", "img", (), at),)))
+            step = check.next(T0, looks)
+        assert step.ok, name
+        assert len(looks) >= 2, name  # the memo was kept between calls, then dropped
+        assert getattr(check._seen._local, "slot", None) is None, name  # type: ignore[attr-defined]

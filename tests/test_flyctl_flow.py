@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from platform_testbed.checks import Event, Look, MachineSnapshot, Verdict, Wait
+from platform_testbed.checks.drive import CheckFailed, drive, drive_deploying
 from platform_testbed.checks.flyctl import (
     ASLEEP,
     LAUNCHED,
@@ -18,10 +21,15 @@ from platform_testbed.checks.flyctl import (
     pre_deploy_state,
     reached_at,
 )
-from platform_testbed.checks.flyjson import look_to_json
+from platform_testbed.checks.flyjson import look_to_json, replay
+from platform_testbed.checks.model import Update
+from platform_testbed.checks.registry import make_check
 from platform_testbed.sim.cli.parser import main
 from platform_testbed.sim.config import scenario
+from platform_testbed.sim.kit.testing import PUBLISH_MS, App, drive_world
+from platform_testbed.sim.kit.testing import world as kit_world
 from platform_testbed.sim.publish import world
+from platform_testbed.sim.publish.recording import recorded_seed
 
 T0 = 1_700_000_000_000
 LAUNCH = Event("launch", "created", T0 - 60_000, "user")
@@ -182,3 +190,223 @@ def test_jitter_draws_differ_between_seeds_and_none_keeps_the_upper_bounds() -> 
     second = [FlyctlSmokeCheck(jitter_seed=2)._backoff_s("m1", k) for k in range(1, 6)]
     assert first != second
     assert [FlyctlSmokeCheck()._backoff_s("m1", k) for k in range(4)] == [0.5, 1.0, 2.0, 2.0]
+
+
+# --- the rolling update: a pool at a time, cancelled at the first failure, retried ------
+
+
+@dataclass(frozen=True)
+class _Watched(FlyctlSmokeCheck):
+    """flyctl-smoke that notes, after every look it folds, how many warm machines are in flight."""
+
+    def _pool_fold(self, r, look, publish_started_ms):  # type: ignore[no-untyped-def]
+        verdict = super()._pool_fold(r, look, publish_started_ms)
+        _FLIGHTS.append((len(r.running), r.pool, len(r.warm)))
+        return verdict
+
+
+_FLIGHTS: list[tuple[int, int, int]] = []
+
+
+class _Logged:
+    """A deploying check's steps as the driver got them (the Updates among them)."""
+
+    def __init__(self, check: FlyctlSmokeCheck) -> None:
+        self.check = check
+        self.name = check.name
+        self.updates: list[tuple[int, tuple[str, ...]]] = []
+
+    @property
+    def deploys(self) -> bool:
+        return True
+
+    def for_driver(self, seed: int | None, updates: bool) -> _Logged:
+        self.check = self.check.for_driver(seed, updates)
+        return self
+
+    def next(self, publish_started_ms: int, looks):  # type: ignore[no-untyped-def]
+        step = self.check.next(publish_started_ms, looks)
+        if isinstance(step, Update):
+            self.updates.append((looks[-1].at_ms - PUBLISH_MS, step.machine_ids))
+        return step
+
+
+fleet = st.lists(
+    st.builds(App, boot_ms=st.integers(100, 3_000),
+              crash_after_ms=st.none() | st.integers(1_000, 20_000),
+              restart_delay_ms=st.integers(0, 2_000), max_retries=st.integers(0, 10),
+              restart_policy=st.sampled_from(["no", "always", "on-failure"]),
+              updated=st.booleans()),
+    min_size=1, max_size=8)
+
+
+@given(apps=fleet, share=st.sampled_from([0.33, 0.5, 2.0]))
+def test_the_pool_never_has_more_than_its_size_in_flight(apps: list[App], share: float) -> None:
+    """At every look, at most getPoolSize(warm) = ceil(share x warm) (or the count) are in flight."""
+    _FLIGHTS.clear()
+    drive_world(_Watched(max_unavailable=share), kit_world(*apps, horizon_s=120))
+    assert _FLIGHTS
+    for running, pool, warm in _FLIGHTS:
+        assert pool == (int(share) if share >= 1 else math.ceil(share * warm))
+        assert running <= pool
+
+
+def test_seven_warm_machines_are_updated_three_at_a_time() -> None:
+    """ceil(0.33 x 7) = 3: the next machine's update starts when one in flight finishes."""
+    apps = [App(crash_after_ms=None, boot_ms=400 + 1_000 * i) for i in range(7)]
+    logged = _Logged(FlyctlSmokeCheck(listen_wait_s=0))
+    run = drive_world(logged, kit_world(*apps, horizon_s=200))
+    assert run.verdict is not None
+    assert run.verdict.ok
+    assert logged.updates[0] == (0, ("m1", "m2", "m3"))
+    # Each later Update names one machine: a slot freed by one that finished.
+    assert [len(ids) for _, ids in logged.updates[1:]] == [1, 1, 1, 1]
+    assert [t for t, _ in logged.updates] == sorted(t for t, _ in logged.updates)
+
+
+def test_after_the_first_failure_no_queued_machine_is_updated() -> None:
+    """m1 crash-loops and fails at +10.5 s; m2 was in flight; m3..m5 keep the previous release."""
+    apps = [App()] + [App(crash_after_ms=None)] * 4  # ceil(0.33 x 5) = 2 at once
+    logged = _Logged(FlyctlSmokeCheck(jitter="upper-bounds"))
+    run = drive_world(logged, kit_world(*apps, horizon_s=120))
+    assert run.verdict is not None
+    assert not run.verdict.ok
+    assert run.decided_at_ms == PUBLISH_MS + 10_500
+    assert logged.updates == [(0, ("m1", "m2"))]
+    assert run.verdict.reason.endswith(
+        "skipping machine update due to earlier failure, so these keep the previous release: "
+        "m3, m4, m5")
+    last = run.looks[-1]
+    for mid in ("m3", "m4", "m5"):
+        machine = last.machine(mid)
+        assert machine is not None
+        assert machine.state == "started"
+        assert all(e.timestamp < PUBLISH_MS for e in machine.events), mid
+
+
+def test_the_simulator_leaves_the_cancelled_machines_on_the_previous_release() -> None:
+    """Five machines crash-looping as the test kit's App does: only the first pool is updated."""
+    loaded = scenario.load("sept25-crash-loop", ["release.machines=5", "platform.jitter=0",
+                                                 "platform.restart_delay_s=0.3",
+                                                 "platform.boot_s=0.4"])
+    result = world.run(loaded, 0, FlyctlSmokeCheck(), trace=True)
+    assert result.verdict is not None
+    assert not result.verdict.ok, result.verdict
+    assert result.trace is not None
+    publish_ms = loaded.publish_started_ms
+    for machine in result.trace.machines:
+        updated = any(e.type == "update" and e.timestamp >= publish_ms for e in machine.events)
+        assert updated is (machine.id in ("m1", "m2")), machine.id
+
+
+def _slow_boot_run(retries: int) -> Verdict | None:
+    # Boots in 2,000 s, past every 300 s wait of every retry.
+    apps = [App(crash_after_ms=None, boot_ms=2_000_000), App(crash_after_ms=None)]
+    run = drive_world(FlyctlSmokeCheck(deploy_retries=retries), kit_world(*apps, horizon_s=2_100))
+    assert run.verdict is not None
+    return run.verdict if run.decided_at_ms is None else replace(
+        run.verdict, reason=f"{(run.decided_at_ms - PUBLISH_MS) / 1000:g}")
+
+
+@pytest.mark.parametrize("retries", [0, 1, 2, 3])
+def test_a_wait_timeout_is_retried_as_plan_go_counts(retries: int) -> None:
+    """plan.go l.293-343: the first retry at once, each later one 1 s after the last fails,
+    while attempts <= deploy_retries: R + 1 retries of 300 s (none at R = 0), then the first error."""
+    verdict = _slow_boot_run(retries)
+    assert verdict is not None
+    assert (verdict.ok, verdict.machine, verdict.layer) == (False, "m1", "wait-timeout")
+    expected_s = 300 if retries == 0 else 600 + 301 * retries + 1
+    assert verdict.reason == f"{expected_s:g}"
+
+
+def test_a_smoke_check_failure_is_not_retried() -> None:
+    """An unrecoverableError ends the deploy at once, whatever deploy_retries says."""
+    decided = {r: drive_world(FlyctlSmokeCheck(deploy_retries=r, jitter="upper-bounds"),
+                              kit_world(App())).decided_at_ms
+               for r in (0, 3)}
+    assert decided[0] == decided[3] == PUBLISH_MS + 10_500
+
+
+def test_a_machine_that_boots_within_a_retry_passes() -> None:
+    """The retry waits afresh: a 400 s boot times out once, then settles in the retry."""
+    apps = [App(crash_after_ms=None, boot_ms=400_000)]
+    run = drive_world(FlyctlSmokeCheck(deploy_retries=1), kit_world(*apps, horizon_s=600))
+    assert run.verdict is not None
+    assert run.verdict.ok
+    assert drive_world(FlyctlSmokeCheck(deploy_retries=0),
+                       kit_world(*apps, horizon_s=600)).verdict.layer == "wait-timeout"
+
+
+def test_replay_refuses_an_explicit_pool_in_one_line() -> None:
+    """A recording's machines were updated by its deploy: replay cannot carry out an Update."""
+    look = Look(T0, (snap("started", 0, RAN, LAUNCH),))
+    with pytest.raises(CheckFailed, match=r"^check asked to update m1, which this driver cannot"):
+        replay(FlyctlSmokeCheck(rollout="pool"), T0, [look, look])
+    steps = drive(FlyctlSmokeCheck(rollout="pool"), T0)
+    next(steps)
+    with pytest.raises(CheckFailed, match=r"^check asked to update m1, which this driver cannot"):
+        steps.send(look)
+
+
+def test_an_update_must_name_machines() -> None:
+    """An empty Update is a protocol error, named in one line."""
+
+    class Empty:
+        name = "empty"
+
+        def next(self, publish_started_ms: int, looks):  # type: ignore[no-untyped-def]
+            return Update(())
+
+    with pytest.raises(CheckFailed, match="non-empty tuple of machine id strings"):
+        next(drive_deploying(Empty(), T0))  # type: ignore[arg-type]
+
+
+def test_checks_that_do_not_deploy_see_the_fleet_updated_at_the_publish() -> None:
+    """count's looks in a five-machine world are the same with flyctl-smoke deploying beside it."""
+    loaded = scenario.load("sept25-crash-loop", ["release.machines=5"])
+    alone = world.run(loaded, 0, make_check("count", {}))
+    beside = world.run_checks(loaded, 0, [make_check("count", {}), FlyctlSmokeCheck()])
+    assert beside[0] == alone
+
+
+# --- jitter from the run's seed ---------------------------------------------------------
+
+
+def test_the_worlds_seed_reaches_the_backoff_draws_by_default() -> None:
+    """The kit's world seed is the check's jitter_seed; upper-bounds keeps 0.5, 1, 2, 2 s."""
+    looks = {}
+    for label, check, seed in [("default", FlyctlSmokeCheck(), 5),
+                               ("stated", FlyctlSmokeCheck(jitter_seed=5), 0),
+                               ("upper", FlyctlSmokeCheck(jitter="upper-bounds"), 5)]:
+        run = drive_world(check, kit_world(App(), seed=seed))
+        looks[label] = [look.at_ms - PUBLISH_MS for look in run.looks]
+    assert looks["default"] == looks["stated"]
+    assert looks["upper"][:8] == [0, 0, 1_000, 1_500, 2_500, 4_500, 6_500, 8_500]
+    assert looks["default"] != looks["upper"]
+    assert FlyctlSmokeCheck().for_driver(9, updates=False).jitter_seed == 9
+    assert FlyctlSmokeCheck(jitter_seed=3).for_driver(9, updates=False).jitter_seed == 3
+    assert FlyctlSmokeCheck(jitter="upper-bounds").for_driver(9, updates=True).jitter_seed is None
+
+
+def test_same_seed_same_output_and_another_seed_other_draws(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """compare --json twice with one seed prints the same bytes; the seed moves flyctl's reads."""
+    outputs = []
+    for seed in ("7", "7", "8"):
+        assert main(["compare", "sept25-crash-loop", "--check", "flyctl-smoke", "--json",
+                     "--seed", seed, "--set", "platform.restart_delay_s=0.3",
+                     "--set", "platform.boot_s=0.4"]) in (0, 1)
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    loaded = scenario.load("sept25-crash-loop", ["platform.jitter=0"])
+    seeded = [world.run(loaded, s, FlyctlSmokeCheck()) for s in (7, 8)]
+    times = [[r.look.at_ms for r in result.looks] for result in seeded]
+    assert times[0] != times[1]  # no platform jitter: only the check's draws differ
+
+
+def test_replay_hands_the_recorded_seed_to_the_check() -> None:
+    """A run the simulator labelled NAME/seed=N replays with N as the draws' seed."""
+    assert recorded_seed("flyctl-smoke/seed=12") == 12
+    assert recorded_seed("incident") is None
+    assert recorded_seed(None) is None

@@ -538,8 +538,15 @@ def test_replay_rejects_a_step_that_is_not_a_wait_or_verdict() -> None:
 def test_replaying_a_live_run_through_json_gives_the_same_verdict(
     name: str, apps: list[App]
 ) -> None:
-    """A run's looks, recorded as JSON Lines and replayed, give the live run's verdict."""
-    check = make_check(name, {"healthy_deadline_s": 60.0})
+    """A run's looks, recorded as JSON Lines and replayed, give the live run's verdict.
+
+    flyctl-smoke with every machine updated at the publish: replay cannot update
+    machines, so it reads a recording that way (a deploying run's own updates are not
+    recorded as steps; docs/check-protocol.md "Checks that deploy"), and its backoff
+    unjittered: ``replay`` here is given no seed (``testbed replay`` reads the recorded one).
+    """
+    check = make_check(name, {"healthy_deadline_s": 60.0, "rollout": "at-publish",
+                              "jitter": "upper-bounds"})
     live = drive_world(check, world(*apps, horizon_s=120))
     recording = read_recording(dump_recording(Recording(PUBLISH_MS, live.looks)).splitlines())
     replayed = replay(check, recording.publish_started_ms, recording.looks)

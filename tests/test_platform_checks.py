@@ -151,9 +151,10 @@ def test_flyctl_smoke_decides_within_its_window(w: World) -> None:
     """Once every machine reads started, the smoke check decides within its 10 s window.
 
     Without the listen-address wait, which delays the first machine's window by 15 s
-    when it reads not started at plan.go's tick.
+    when it reads not started at plan.go's tick. Every machine updated at the publish
+    (``rollout="at-publish"``): the pool's own bound is in tests/test_flyctl_flow.py.
     """
-    check = FlyctlSmokeCheck(listen_wait_s=0.0)
+    check = FlyctlSmokeCheck(listen_wait_s=0.0, rollout="at-publish")
     run = drive_world(check, w)
     opened = first_all_started(run.looks)
     if opened is None:

@@ -136,7 +136,7 @@ def test_lint_timing_exits_0_for_the_fixed_config(capsys: pytest.CaptureFixture[
     assert main(["lint-timing", "fixed", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] is True
-    assert [i["ok"] for i in report["invariants"]] == [True, True, True]
+    assert [i["ok"] for i in report["invariants"]] == [True, True, True, True]
 
 
 def test_lint_timing_uses_the_configured_reheal_bound(
@@ -152,7 +152,7 @@ def test_lint_timing_uses_the_configured_reheal_bound(
     )
     assert main(["lint-timing", str(path), "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
-    assert [i["ok"] for i in report["invariants"]] == [True, False, True]
+    assert [i["ok"] for i in report["invariants"]] == [True, False, True, True]
 
 
 def test_json_is_byte_identical_across_processes() -> None:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from platform_testbed.checks.timing import check_timing
+from platform_testbed.sim.cli.parser import main
 from platform_testbed.sim.config.scenario import BadInput
 from platform_testbed.sim.rollout import RolloutResult, load, run
-from platform_testbed.sim.rollout.config import shipped
+from platform_testbed.sim.rollout.config import rollouts_dir, shipped
 from platform_testbed.sim.rollout.report import rollout_json
 
 SEEDS = range(40)
@@ -100,13 +102,58 @@ def test_one_published_compose_file_prevents_the_gateway_loss() -> None:
 
 
 def test_timing_invariants_of_the_shipped_configurations() -> None:
-    """Fixed holds every invariant; original and intermediate break the drain rule."""
+    """Fixed holds every invariant; original and intermediate break the drain rule; all three
+    hold the keep-alive rule at its defaults (server 75 s, nginx's; balancer 60 s, ALB's)."""
     verdicts = {name: [t.ok for t in check_timing(load(name).drain_timing())] for name in shipped()}
     assert verdicts == {
-        "fixed": [True, True, True],
-        "intermediate": [False, True, True],
-        "original": [False, False, True],
+        "fixed": [True, True, True, True],
+        "intermediate": [False, True, True, True],
+        "original": [False, False, True, True],
     }
+
+
+def test_a_server_keepalive_shorter_than_the_balancers_idle_timeout_breaks_lint_timing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Node.js's 5 s keep-alive behind ALB's 60 s: lint-timing exits 1 naming the rule and numbers."""
+    text = (rollouts_dir() / "fixed.toml").read_text().replace("[fleet]", "[fleet]\nkeepalive_timeout_s = 5")
+    path = tmp_path / "short-keepalive.toml"
+    path.write_text(text)
+    assert main(["lint-timing", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert ("BROKEN: server keep-alive outlasts the balancer's idle timeout: keepalive_timeout_s > "
+            "idle_timeout_s") in " ".join(out.split())
+    assert "margin_s=-55" in out
+    assert main(["lint-timing", str(path), "--json"]) == 1
+    invariants = json.loads(capsys.readouterr().out)["invariants"]
+    assert [i["ok"] for i in invariants] == [True, True, True, False]
+
+
+def test_the_staggered_schedule_is_an_option_the_default_leaves_alone() -> None:
+    """Default: random phases, the runs as before (the goldens); staggered: other runs, as
+    deterministic, and original still loses requests in every run, fixed in none."""
+    assert load("original").balancer.check_schedule == "random"
+    staggered = load("original", ["balancer.check_schedule='staggered'"])
+    a = [run(staggered, seed).bad_gateway for seed in SEEDS]
+    assert a == [run(staggered, seed).bad_gateway for seed in SEEDS]
+    assert a != [run(load("original"), seed).bad_gateway for seed in SEEDS]
+    assert all(n > 0 for n in a)
+    fixed = load("fixed", ["balancer.check_schedule='staggered'", "balancer.spread_checks_pct=5"])
+    assert all(run(fixed, seed).bad_gateway == 0 for seed in SEEDS)
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("balancer.check_schedule='haproxy'",
+     r"balancer\.check_schedule: input should be 'random' or 'staggered'"),
+    ("balancer.spread_checks_pct=51",
+     r"balancer\.spread_checks_pct: input should be less than or equal to 50"),
+    ("balancer.idle_timeout_s=0", r"balancer\.idle_timeout_s: input should be greater than 0"),
+    ("fleet.keepalive_timeout_s=-1", r"fleet\.keepalive_timeout_s: input should be greater than 0"),
+])
+def test_the_new_balancer_and_fleet_fields_refuse_bad_values(override: str, message: str) -> None:
+    """One line naming the field and its rule (BadInput), before any run."""
+    with pytest.raises(BadInput, match=message):
+        load("fixed", [override])
 
 
 def test_same_seed_gives_byte_identical_json() -> None:
@@ -140,7 +187,7 @@ def test_a_grace_period_shorter_than_the_drain_brings_502s_back() -> None:
     """Breaking only the grace rule: the kill cuts the drain short and 502s return."""
     scenario = load("fixed", ["deploy.stop_grace_period_s=5"])
     verdicts = [t.ok for t in check_timing(scenario.drain_timing())]
-    assert verdicts == [True, True, False]
+    assert verdicts == [True, True, False, True]
     results = [run(scenario, seed) for seed in range(10)]
     assert sum(r.bad_gateway for r in results) > 0
     assert all(s.force_killed for r in results for s in r.servers)

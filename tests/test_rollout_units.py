@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import simpy
 
-from platform_testbed.sim.rollout.balancer import HealthRules, LoadBalancer, judge
+from platform_testbed.sim.rollout.balancer import (
+    HealthRules,
+    LoadBalancer,
+    first_probes,
+    judge,
+    next_interval,
+)
 from platform_testbed.sim.rollout.balancer import in_rotation as rotation_of
 from platform_testbed.sim.rollout.drain import StopPlan, stop_plan
 from platform_testbed.sim.rollout.server import COMPONENTS, FULL_COMPOSE, Server
@@ -311,3 +318,81 @@ def test_tally_without_traffic_counts_nothing() -> None:
     """Zero requests per second draws no requests."""
     tally = RoutingTimeline((True,), (False,)).tally(0, 100, 0, 1)
     assert (tally.requests, tally.served, tally.bad_gateway) == (0, 0, 0)
+
+
+def test_random_schedule_first_probes_are_the_uniform_draws_in_target_order() -> None:
+    """The default schedule: target k's first probe is the k-th uniform draw of the stream."""
+    draws = random.Random(11)
+    assert first_probes(RULES, 4, random.Random(11)) == [draws.uniform(0, 5) for _ in range(4)]
+
+
+def test_staggered_schedule_spaces_targets_an_nth_of_an_interval_apart() -> None:
+    """HAProxy's schedule: one drawn start, target k k/n of an interval after it (mod one
+    interval), and the stream left where the random schedule leaves it (seeds pair)."""
+    rules = HealthRules(interval_s=6, unhealthy_threshold=2, healthy_threshold=3,
+                        schedule="staggered")
+    rng = random.Random(5)
+    start = random.Random(5).uniform(0, 6)
+    phases = first_probes(rules, 3, rng)
+    assert phases[0] == start
+    for k, phase in enumerate(phases):
+        assert 0 <= phase < 6
+        assert math.isclose((phase - start) % 6, 2 * k, abs_tol=1e-9)
+    after_random = random.Random(5)
+    first_probes(RULES, 3, after_random)
+    assert rng.random() == after_random.random()
+
+
+def test_next_interval_is_exact_without_spread_and_within_it_with() -> None:
+    """spread_checks_pct 0: exactly interval_s and no draw; 10: within +/- 10 %, not constant."""
+    rng, untouched = random.Random(9), random.Random(9)
+    assert {next_interval(RULES, rng) for _ in range(50)} == {5}
+    assert rng.random() == untouched.random()
+    spread = HealthRules(interval_s=10, unhealthy_threshold=2, healthy_threshold=3, spread_pct=10)
+    waits = [next_interval(spread, rng) for _ in range(500)]
+    assert all(9 <= w <= 11 for w in waits)
+    assert min(waits) < 9.2
+    assert max(waits) > 10.8
+
+
+def test_a_staggered_balancer_probes_its_targets_an_nth_of_an_interval_apart() -> None:
+    """In a run: with 3 targets and 6 s, consecutive probes are 2 s apart, targets in turn."""
+    env = simpy.Environment()
+    rules = HealthRules(interval_s=6, unhealthy_threshold=2, healthy_threshold=3,
+                        schedule="staggered")
+    balancer = LoadBalancer(env, [_server(env) for _ in range(3)], rules, random.Random(2),
+                            lambda: None)
+    env.run(until=60)
+    times = [p.at_s for p in balancer.probes]
+    assert len(times) == 30
+    assert all(math.isclose(b - a, 2, abs_tol=1e-9) for a, b in itertools.pairwise(times))
+    order = [p.target for p in balancer.probes[:3]]
+    assert sorted(order) == [0, 1, 2]
+    assert [p.target for p in balancer.probes] == order * 10
+
+
+class _Edge(random.Random):
+    """A stream whose uniform draws are the top of their range."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
+def test_next_interval_spreads_by_exactly_the_percent_of_the_interval() -> None:
+    """At the top of its draw a 10 % spread of 10 s is 11 s; any spread above 0 draws, 0.5 % too."""
+    spread = HealthRules(interval_s=10, unhealthy_threshold=2, healthy_threshold=3, spread_pct=10)
+    assert next_interval(spread, _Edge()) == 11
+    small = HealthRules(interval_s=10, unhealthy_threshold=2, healthy_threshold=3, spread_pct=0.5)
+    assert next_interval(small, _Edge()) == 10.05
+
+
+def test_a_spread_balancer_varies_each_targets_interval_within_the_spread() -> None:
+    """In a run, with spread-checks 10 %: a target's probes are 4.5-5.5 s apart, not all equal."""
+    env = simpy.Environment()
+    rules = HealthRules(interval_s=5, unhealthy_threshold=2, healthy_threshold=3, spread_pct=10)
+    balancer = LoadBalancer(env, [_server(env)], rules, random.Random(3), lambda: None)
+    env.run(until=200)
+    gaps = [b.at_s - a.at_s for a, b in itertools.pairwise(balancer.probes)]
+    assert len(gaps) > 30
+    assert all(4.5 <= gap <= 5.5 for gap in gaps)
+    assert len({round(gap, 6) for gap in gaps}) > 10

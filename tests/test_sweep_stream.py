@@ -9,7 +9,7 @@ import pytest
 
 from platform_testbed.sim.sweep import file as sweep_file
 from platform_testbed.sim.sweep.output import Tally, streaming_rows, summarise, write_rows
-from platform_testbed.sim.sweep.run import _InOrder, run_sweep
+from platform_testbed.sim.sweep.run import _InOrder, _Tasks, run_sweep
 from platform_testbed.sim.sweep.units import Row
 
 
@@ -107,3 +107,54 @@ def test_stream_bytes_and_permissions_with_and_without_an_unnamed_file(
         assert beside[1] == "rows.csv"
         assert beside[0].startswith(".rows.csv.")
         assert beside[0].endswith(".tmp")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+@pytest.mark.parametrize(("workers", "per_task"), [(1, 2), (2, 1), (2, 5), (2, None)])
+def test_rows_formatted_by_the_workers_are_the_bytes_written_whole(
+    tmp_path: Path, suffix: str, workers: int, per_task: int | None
+) -> None:
+    """Workers format and tally their tasks' rows: the same file, summary and kept rows as
+    the rows written whole in one process, whatever the workers and the task size."""
+    sweep = _sweep(tmp_path)
+    kept = run_sweep(sweep, workers=1, per_task=3)
+    whole, streamed = tmp_path / f"whole{suffix}", tmp_path / f"streamed{suffix}"
+    write_rows(whole, sweep, kept.rows)
+    seen: list[Row] = []
+    with streaming_rows(streamed, sweep) as sink:
+        result = run_sweep(sweep, workers=workers, per_task=per_task, sink=sink,
+                           keep=seen.extend)
+    assert streamed.read_bytes() == whole.read_bytes()
+    assert result.summary == kept.summary
+    assert result.row_count == len(kept.rows)
+    assert seen == kept.rows
+
+
+def test_rows_formatted_on_dask_are_the_bytes_written_whole(tmp_path: Path) -> None:
+    """A Dask cluster's workers format the rows to the same bytes."""
+    distributed = pytest.importorskip("distributed")
+    sweep = _sweep(tmp_path)
+    whole, streamed = tmp_path / "whole.csv", tmp_path / "streamed.csv"
+    kept = run_sweep(sweep, workers=1)
+    write_rows(whole, sweep, kept.rows)
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster, streaming_rows(streamed, sweep) as sink:
+        result = run_sweep(sweep, dask=cluster.scheduler_address, per_task=2, sink=sink)
+    assert streamed.read_bytes() == whole.read_bytes()
+    assert result.summary == kept.summary
+
+
+def test_tasks_cut_from_both_ends_cover_every_unit_once() -> None:
+    """Tasks from the front and the back, resized as they go, give each unit exactly once."""
+    order = _InOrder(None, None)
+    tasks = _Tasks(order, 1000, 7, adapt=True)
+    covered: list[int] = []
+    step = 0
+    while (task := (tasks.back() if step % 3 == 0 else tasks.front())) is not None:
+        covered.extend(range(*task))
+        tasks.took(task[1] - task[0], 0.001 * (step % 5 + 1))  # sizes change as it goes
+        step += 1
+    assert sorted(covered) == list(range(1000))
+    assert len({hi - lo for lo, hi in order.ends.items()}) > 2  # more than one size was cut
+    assert tasks.made == len(order.ends)

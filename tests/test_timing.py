@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from platform_testbed.checks.timing import (
     DEFAULT_MAX_REHEAL_S,
+    KEEPALIVE_RULE,
     DrainTiming,
     TimingResult,
     all_hold,
     check_timing,
     drain_fits_grace,
     drain_outlasts_detection,
+    keepalive_outlasts_idle,
     reheal_is_short,
 )
 
@@ -175,3 +179,54 @@ def test_grace_rule_is_exactly_sum_within_grace(
 ) -> None:
     """For any numbers, the grace rule holds iff serve + shutdown <= grace."""
     assert drain_fits_grace(serve, shutdown, grace).ok is (serve + shutdown <= grace)
+
+
+def test_keepalive_invariant_holds_only_when_the_server_outlasts_the_balancer() -> None:
+    """keepalive_timeout_s > idle_timeout_s, strictly: equal is broken (the server may close first)."""
+    held = keepalive_outlasts_idle(75, 60)
+    assert held.ok
+    assert held.rule == KEEPALIVE_RULE == "keepalive_timeout_s > idle_timeout_s"
+    assert held.numbers == (("keepalive_timeout_s", 75), ("idle_timeout_s", 60), ("margin_s", 15))
+    assert not keepalive_outlasts_idle(60, 60).ok
+    broken = keepalive_outlasts_idle(5, 60)  # Node.js's 5 s keepAliveTimeout behind ALB's 60 s
+    assert not broken.ok
+    assert broken.explain() == (
+        "BROKEN: server keep-alive outlasts the balancer's idle timeout: keepalive_timeout_s > "
+        "idle_timeout_s (keepalive_timeout_s=5, idle_timeout_s=60, margin_s=-55)")
+
+
+def test_check_timing_adds_the_keepalive_invariant_when_both_numbers_are_given() -> None:
+    """Four results with both keep-alive numbers, the fourth the keep-alive rule; three without."""
+    assert len(check_timing(FIXED)) == 3
+    assert len(check_timing(replace(FIXED, keepalive_timeout_s=75))) == 3  # one alone: not checked
+    four = check_timing(replace(FIXED, keepalive_timeout_s=30, idle_timeout_s=60))
+    assert [r.ok for r in four] == [True, True, True, False]
+    assert four[3].name == "server keep-alive outlasts the balancer's idle timeout"
+    assert not all_hold(four)
+    assert all_hold(check_timing(replace(FIXED, keepalive_timeout_s=61, idle_timeout_s=60)))
+
+
+def test_spread_checks_lengthen_detection_and_reheal_to_the_longest_interval() -> None:
+    """With spread-checks p, both rules use interval_s x (1 + p/100): a drain that outlasts
+    the exact intervals (15 s > 5 s x 2) can fall short of the spread ones (15 s <= 5 x 1.5 x 2)."""
+    exact = check_timing(replace(FIXED, serve_after_drain_s=12))
+    spread = check_timing(replace(FIXED, serve_after_drain_s=12, spread_checks_pct=50))
+    assert [r.ok for r in exact] == [True, True, True]
+    assert [r.ok for r in spread] == [False, True, True]
+    drain, reheal = spread[0], spread[1]
+    assert drain.rule == ("serve_after_drain_s > interval_s x (1 + spread_checks_pct / 100) x "
+                          "unhealthy_threshold")
+    assert dict(drain.numbers)["detection_s"] == 15
+    assert dict(drain.numbers)["spread_checks_pct"] == 50
+    assert dict(reheal.numbers)["reheal_s"] == 15
+    assert not check_timing(replace(FIXED, spread_checks_pct=50), max_reheal_s=14)[1].ok
+    assert "spread_checks_pct" not in dict(exact[0].numbers)
+    assert exact[0].rule == "serve_after_drain_s > interval_s x unhealthy_threshold"
+
+
+def test_any_spread_above_zero_counts_even_under_one_percent() -> None:
+    """0.5 % is a spread: the rule, the numbers and the detection time all say so."""
+    drain = check_timing(replace(FIXED, spread_checks_pct=0.5))[0]
+    assert "(1 + spread_checks_pct / 100)" in drain.rule
+    assert dict(drain.numbers)["spread_checks_pct"] == 0.5
+    assert dict(drain.numbers)["detection_s"] == 5 * 1.005 * 2

@@ -234,5 +234,8 @@ def test_same_seed_and_request_script_give_the_same_recording() -> None:
     (recording,) = read_recordings(first)
     assert [m.image for m in recording.looks[-1].machines] == [RELEASE]
     assert any(e.type == "exit" and not e.requested_stop for e in recording.looks[-1].machines[0].events)
+    # The state before the client's first update to the release, on every look of the run.
+    assert {json.dumps(json.loads(line)["pre_deploy"]) for line in first} == {'{"m1": "started"}'}
+    assert recording.looks[0].pre_deploy == {"m1": "started"}
     other, _ = _scripted(8)
     assert other != first  # the seed matters: the recording is not a constant

@@ -26,8 +26,20 @@ class AnswerError(ValueError):
 
 
 def look_to_api(look: Look) -> dict[str, Any]:
-    """One look as a request carries it: ``at_ms`` and the machines as API objects."""
-    return {"at_ms": look.at_ms, "machines": [machine_to_api(m, look.at_ms) for m in look.machines]}
+    """One look as a request carries it: ``at_ms``, the machines as API objects, and
+    ``pre_deploy`` when the one who looked knew each machine's state before the publish.
+
+    ``pre_deploy`` is ``Look.pre_deploy`` as a recording line spells it
+    (``checks.flyjson.look_to_json``): left out when not known, so a request for a look
+    without it is byte for byte what it was before the field existed, and a check
+    written then reads it unchanged.
+    """
+    obj: dict[str, Any] = {
+        "at_ms": look.at_ms, "machines": [machine_to_api(m, look.at_ms) for m in look.machines],
+    }
+    if look.pre_deploy:
+        obj["pre_deploy"] = dict(look.pre_deploy)
+    return obj
 
 
 def request_line(

@@ -195,17 +195,12 @@ def _run_to_file(
     # The rows go to the file as they come (memory flat in the number of worlds); a JUnit
     # report or a heatmap needs them all, so only then are they kept here as well.
     kept: list[Row] = []
-    with streaming_rows(out, sweep, args.force) as write:
-        def sink(rows: list[Row]) -> None:
-            write(rows)
-            if args.junit or args.heatmap:
-                kept.extend(rows)
-
-        with progress:
-            task = progress.add_task("sweep", total=sweep.units)
-            result = run_sweep(
-                sweep, workers=args.workers, dask=args.dask,
-                progress=lambda units: progress.advance(task, units), sink=sink,
-                budget=budget,
-            )
+    with streaming_rows(out, sweep, args.force) as write, progress:
+        task = progress.add_task("sweep", total=sweep.units)
+        # The workers format the rows: this process only writes their text in order.
+        result = run_sweep(
+            sweep, workers=args.workers, dask=args.dask,
+            progress=lambda units: progress.advance(task, units), sink=write,
+            budget=budget, keep=kept.extend if args.junit or args.heatmap else None,
+        )
     return result, kept

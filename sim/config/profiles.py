@@ -6,22 +6,39 @@ reads the same shapes back (``checks.flyjson``) and the test kit (``sim.kit.test
 the same machine. Change what a crash writes here and the simulator, its recordings and
 the test kit all see it.
 
-Evidence (see ``docs/fidelity.md`` for the full table; payloads in ``tests/data/fly/``):
+Evidence (see ``docs/fidelity.md`` for the full table; payloads and tables in ``tests/data/fly/``):
 
 - launch: ``launch/created`` source ``user`` -- superfly/docs@5c22c8ce
   ``reference/machines/_create_resp.erb``; a 2026 payload also shows a ``launch/pending``
   (flyd) before it (obeli-sk/components-flyio, not committed: its commit is unknown).
 - start: ``start/started`` source ``flyd`` -- superfly/docs@5c22c8ce ``_get.erb``,
   ``_list_resp.erb``; obeli-sk/components-flyio@03503fd2 ``machine.rs`` l.652-704.
-- update (deploy): ``update/replacing`` source ``user``, then the old process's
-  ``exit/stopped`` -- superfly/docs@5c22c8ce ``_get.erb`` and @b24e244a ``get.html.md``.
-  No public payload shows what follows a successful update; ``start/started`` is assumed.
+- update (deploy), event by event:
+
+  - ``update/replacing`` source ``user`` -- superfly/docs@5c22c8ce ``_get.erb`` and
+    @b24e244a ``get.html.md`` (a machine caught in ``replacing``).
+  - the old process's requested-stop ``exit/stopped``: **not public: assumed**. The one
+    public list with an update (``_get.erb``) shows after ``update/replacing`` a single
+    ``exit/stopped`` (flyd) 1.5 s later with ``requested_stop: false``, exit 127,
+    ``restarting: false``, and nothing after it: a machine that stopped after the update
+    (exit 127 fits a new image that cannot start); it does not say which process exited,
+    and it is not a requested stop.
+  - ``start/started`` of the new image: **not public: assumed** (no public list shows
+    what follows a successful update; ``_get.erb``'s shows no start).
+
 - user restart: ``restart/stopping`` (user), ``exit/stopped`` (requested), ``restart/starting``
   (flyd), two ``start/started`` -- SecurityDiscovery/laravel-fly-machines@c9710fef README.
-- crash and automatic restart: **not public**. No public payload shows the event list of
-  a flyd crash loop, so each plausible sequence is its own profile, and results are
-  shown across them (``scenarios/sweeps/sept25_unknowns.toml``).
-- autostop and autostart by fly-proxy (source ``proxy``): **not public**; assumed shapes.
+- crash and automatic restart: partly public. markmhendrickson/ateles' watchdog table
+  (event log of 2026-08-31, ``tests/data/fly/ateles-watchdog-exit134-restart.txt``) shows
+  flyd writing ``exit/stopped`` (``requested_stop=false``) and ``start/started`` 2 s
+  later, and on another restart a ``restart/starting`` (flyd); a hand-picked excerpt, so
+  one whole cycle's list is **not public**: each plausible sequence is its own profile,
+  and results are shown across them (``scenarios/sweeps/sept25_unknowns.toml``).
+- autostart by fly-proxy: ``start/starting`` source ``proxy``, then ``start/started``
+  (flyd) -- the tables of neotoma PR #2099, #2291, bcwatson22/engaging-worker and
+  edoardok-cmd/BoomCard (``tests/data/fly/SOURCES.md``).
+- autostop by fly-proxy (``stop/stopping`` source ``proxy``, then the requested stop):
+  **not public: assumed** (no public list shows one).
 """
 
 from __future__ import annotations
@@ -75,15 +92,24 @@ class Profile:
 
 
 _COMMON_FLY = {
+    # docs _create_resp.erb, _get.erb.
     "launch": (_e("launch", "created", "user"),),
+    # docs _get.erb, get.html.md@b24e244a: the update's first event.
     "update": (_e("update", "replacing", "user"),),
+    # The requested stop of the old process (update, autostop, destroy): not public:
+    # assumed (the exit _get.erb shows after an update has requested_stop=false).
     "stop": (_exit(),),
     "replaced": (),
+    # docs _get.erb, _list_resp.erb; after an update (the new image's start): not public:
+    # assumed.
     "started": (_e("start", "started"),),
+    # ateles' table: exit/stopped by flyd, requested_stop=false.
     "crash": (_exit(),),
-    # Assumed (not public): fly-proxy's own events around autostop/autostart.
+    # neotoma #2099, #2291, engaging-worker, BoomCard: start/starting by the proxy.
     "autostart": (_e("start", "starting", "proxy"),),
+    # Not public: assumed (no public list shows an autostop).
     "autostop": (_e("stop", "stopping", "proxy"),),
+    # Not public: assumed (the legacy rollback's delete).
     "destroy": (_e("destroy", "destroyed", "user"),),
 }
 
@@ -108,8 +134,10 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="fly-exit-start",
             summary="Fly's launch/update events; a crash writes exit, the restart start/started",
-            sources="superfly/docs@5c22c8ce reference/machines/_get.erb, _create_resp.erb; "
-            "crash cycle not public: assumed",
+            sources="superfly/docs@5c22c8ce reference/machines/_create_resp.erb, _get.erb "
+            "(launch/created, update/replacing, start/started); ateles 2026-08-31 (a flyd "
+            "exit, then start/started); the update's requested-stop exit and the start after "
+            "it, and a whole crash cycle: not public: assumed",
             restart=(),
             **_COMMON_FLY,
         ),
@@ -117,15 +145,17 @@ PROFILES: dict[str, Profile] = {
             name="fly-restart-start",
             summary="as fly-exit-start, and flyd writes restart/starting before each restart",
             sources="laravel-fly-machines@c9710fef README (a user restart writes restart/starting); "
-            "crash cycle not public: assumed",
+            "ateles 2026-08-31 (flyd writes restart/starting on a restart); the update's "
+            "requested-stop exit and start, and a whole crash cycle: not public: assumed",
             restart=(_e("restart", "starting"),),
             **_COMMON_FLY,
         ),
         Profile(
             name="fly-start-starting",
             summary="as fly-exit-start, and flyd writes start/starting before each restart",
-            sources="issue 9 reports start/starting in payloads; no public payload found shows "
-            "one (the project's tests/data/fly/SOURCES.md lists those read): assumed",
+            sources="issue 9 reports start/starting in payloads; public tables show one only "
+            "from fly-proxy's autostart (neotoma #2099, #2291, engaging-worker), none before "
+            "a flyd restart: not public: assumed",
             restart=(_e("start", "starting"),),
             **_COMMON_FLY,
         ),
@@ -134,7 +164,8 @@ PROFILES: dict[str, Profile] = {
             summary="restart/starting, then start/started twice, as Fly's one public restart "
             "list shows",
             sources="laravel-fly-machines@c9710fef README (two start/started 226 ms apart); "
-            "crash cycle not public: assumed",
+            "the update's requested-stop exit and start, and a whole crash cycle: not "
+            "public: assumed",
             restart=(_e("restart", "starting"), _e("start", "started")),
             **_COMMON_FLY,
         ),

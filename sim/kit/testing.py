@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import bisect
 import random
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 import simpy
 
 from platform_testbed.checks import Check, Event, Look, MachineSnapshot, Verdict
+from platform_testbed.checks.drive import CheckFailed, drive_deploying
 from platform_testbed.checks.drive import drive as drive_check
-from platform_testbed.checks.model import to_ms, to_s
+from platform_testbed.checks.model import Update, to_ms, to_s
+from platform_testbed.checks.protocol import prepare
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE
 from platform_testbed.sim.config.scenario import (
     AppTable,
@@ -253,6 +255,10 @@ class MachineHistory:
         seen = bisect.bisect_right(self.state_times, at_ms)
         return self.states[seen - 1][1] if seen else "created"
 
+    def state_before(self, at_ms: int) -> str:
+        """The state the machine had just before ``at_ms`` (``created``: not yet launched)."""
+        return self._state(at_ms - 1)
+
     def _counter(self, at_ms: int) -> int:
         seen = bisect.bisect_right([t for t, _ in self.counters], at_ms)
         return self.counters[seen - 1][1] if seen else 0
@@ -277,11 +283,14 @@ class MachineHistory:
 
 
 def history(
-    machine_id: str, app: App, horizon_ms: int, rng: random.Random | None = None
+    machine_id: str, app: App, horizon_ms: int, rng: random.Random | None = None,
+    update_ms: int | None = PUBLISH_MS,
 ) -> MachineHistory:
     """Run one machine on the simulator's model from before the publish to ``horizon_ms``.
 
     ``rng`` draws the jitter (default: ``random.Random(0)``); no jitter, no draws.
+    ``update_ms``: when the release reaches it (a deploying check's ``Update``); None:
+    never, so it runs the previous release throughout (or, new, is never created).
     """
     env = simpy.Environment()
     counters: list[tuple[int, int]] = []
@@ -298,7 +307,9 @@ def history(
         release = Image("registry.fly.io/app:release", app.release())
         if app.updated:
             machine.launch(Image("registry.fly.io/app:previous", AppTable()))
-        yield env.timeout(to_s(PUBLISH_MS))
+        if update_ms is None:
+            return
+        yield env.timeout(to_s(update_ms))
         if app.updated:
             machine.update(release)
         else:
@@ -321,6 +332,14 @@ class World:
     horizon_ms: int
     #: The seed the machines' jitter was drawn from (the simulator's ``seed``).
     seed: int = 0
+    #: Each machine's state just before the publish (those the publish updates, not the
+    #: ones it launches), as the simulator's looks declare it (``Look.pre_deploy``).
+    pre_deploy: Mapping[str, str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        before = {m.id: m.state_before(PUBLISH_MS) for m in self.machines}
+        declared = {i: state for i, state in before.items() if state != "created"}
+        object.__setattr__(self, "pre_deploy", declared or None)
 
     def __repr__(self) -> str:
         apps = ", ".join(repr(m.app) for m in self.machines)
@@ -341,7 +360,7 @@ class World:
 
     def look(self, at_ms: int) -> Look:
         """Every machine read at ``at_ms``."""
-        return Look(at_ms, tuple(m.snapshot(at_ms) for m in self.machines))
+        return Look(at_ms, tuple(m.snapshot(at_ms) for m in self.machines), self.pre_deploy)
 
     @property
     def bad(self) -> bool:
@@ -381,9 +400,53 @@ class Run:
 
 
 def drive_world(check: Check, w: World, max_looks: int = 2_000) -> Run:
-    """Run a check against a world as the simulator would, until a verdict or the horizon."""
-    verdict, looks = drive(check, PUBLISH_MS, w.look, max_looks=max_looks, until_ms=w.horizon_ms)
+    """Run a check against a world as the simulator would, until a verdict or the horizon.
+
+    As the simulator does, a check that takes them gets the world's seed and the update
+    duty (``checks.protocol.prepare``); one that deploys updates the machines itself:
+    each ``Update`` replays the named machines' histories with the release arriving at
+    that moment (each on its own stream, so the same draws as the simulator's machine).
+    """
+    ready, deploys = prepare(check, w.seed, updates=True)
+    if deploys:
+        return _drive_deploying(ready, w, max_looks)
+    verdict, looks = drive(ready, PUBLISH_MS, w.look, max_looks=max_looks, until_ms=w.horizon_ms)
     return Run(verdict, tuple(looks))
+
+
+def _drive_deploying(check: Check, w: World, max_looks: int) -> Run:
+    """``drive_world`` for a check that deploys: no machine has the release until it asks."""
+    root = random.Random(w.seed)
+    streams = {m.id: root.getrandbits(64) for m in w.machines}
+    apps = {m.id: m.app for m in w.machines}
+    current = {m.id: history(m.id, m.app, w.horizon_ms, random.Random(streams[m.id]), None)
+               for m in w.machines}
+    before = w.pre_deploy
+    looks: list[Look] = []
+    now = PUBLISH_MS
+    steps = drive_deploying(check, PUBLISH_MS, max_looks=max_looks)
+    try:
+        step = next(steps)
+        while True:
+            if isinstance(step, Update):
+                missing = [m for m in step.machine_ids if m not in current]
+                if missing:
+                    raise CheckFailed(f"check asked to update {', '.join(missing)}, which is "
+                                      "not a machine of this world")
+                for mid in step.machine_ids:
+                    # The world's own history already has the release at the publish.
+                    current[mid] = (next(m for m in w.machines if m.id == mid)
+                                    if now == PUBLISH_MS else
+                                    history(mid, apps[mid], w.horizon_ms,
+                                            random.Random(streams[mid]), now))
+            else:
+                now += to_ms(step)
+                if now > w.horizon_ms:
+                    return Run(None, tuple(looks))
+            looks.append(Look(now, tuple(h.snapshot(now) for h in current.values()), before))
+            step = steps.send(looks[-1])
+    except StopIteration as done:
+        return Run(done.value, tuple(looks))
 
 
 def incident_looks(count: int, cap: int = 5) -> list[Look]:

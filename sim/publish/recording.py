@@ -27,6 +27,7 @@ from platform_testbed.checks.flyjson import (
     read_recordings,
     replay,
 )
+from platform_testbed.checks.protocol import prepare
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import CheckSetup, build_checks
 from platform_testbed.sim.config.scenario import BadInput
@@ -151,6 +152,12 @@ def replay_json(path: str, rows: Sequence[ReplayRow]) -> dict[str, Any]:
             "results": [row.to_json() for row in rows]}
 
 
+def recorded_seed(run: str | None) -> int | None:
+    """The seed of a run the simulator labelled ``NAME/seed=N``; None for any other label."""
+    _, sep, seed = (run or "").rpartition("/seed=")
+    return int(seed) if sep and seed.isdigit() else None
+
+
 def replay_all(
     recordings: Sequence[Recording],
     names: list[str],
@@ -171,8 +178,11 @@ def replay_all(
         recorded_by = (recording.run or "").split("/")[0]
         chosen = [b for b in built if b.setup.name == recorded_by] or list(built)
         for loaded in chosen:
+            # The recorded run's seed (``NAME/seed=N``) reaches a check that draws from
+            # it; replay cannot update machines (``checks.protocol.prepare``).
+            check, _ = prepare(loaded.check, recorded_seed(recording.run), updates=False)
             try:
-                result = replay(budget.guard(loaded.check), recording.publish_started_ms,
+                result = replay(budget.guard(check), recording.publish_started_ms,
                                 recording.looks, budget.max_looks)
             except CheckFailed as failed:  # raised or broke the protocol: that is its outcome
                 cause = failed.__cause__

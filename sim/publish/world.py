@@ -10,15 +10,18 @@ import random
 import traceback
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import simpy
 
 from platform_testbed.checks import Check, Look, Verdict
 from platform_testbed.checks.drive import CheckFailed, check_name, drive
+from platform_testbed.checks.protocol import prepare
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.platform.machine import Image, Machine
+from platform_testbed.sim.publish.deploying import drive_publish
 from platform_testbed.sim.publish.gcpause import gc_paused
 from platform_testbed.sim.publish.runresult import MachineTrace, RecordedLook, RunResult, Trace
 from platform_testbed.sim.publish.site import DOWN_STATES, Site, SiteTally
@@ -188,8 +191,14 @@ def _start(world: _World, check: Check | None, budget: CheckBudget = DEFAULT_CHE
         env.process(_publish(world, check, budget, launch_previous=True))
 
 
-def _roll(world: _World, launch_previous: bool) -> Generator[Any, Any, None]:
-    """The publish up to its check: wait for ``publish.at_s``, roll the release out."""
+def _roll(
+    world: _World, launch_previous: bool, update: bool = True
+) -> Generator[Any, Any, None]:
+    """The publish up to its check: wait for ``publish.at_s``, roll the release out.
+
+    ``update`` False leaves the machines as they are: a deploying check updates them
+    (``sim.publish.deploying``).
+    """
     env = world.env
     publish = env.timeout(world.publish_at_s)
     if launch_previous and world.previous is not None:
@@ -200,8 +209,14 @@ def _roll(world: _World, launch_previous: bool) -> Generator[Any, Any, None]:
     yield publish
     # A machine still ``created`` does not exist yet for the platform: the roll launches it.
     world.pre_deploy = {m.id: m.state for m in world.machines if m.state != "created"} or None
+    if update:
+        update_machines(world, world.machines)
+
+
+def update_machines(world: _World, machines: Sequence[Machine]) -> None:
+    """Roll the release onto ``machines`` now: launch a new one, update the others."""
     start_stopped = world.scenario.publish.start_stopped
-    for machine in world.machines:
+    for machine in machines:
         if machine.state == "created":
             machine.launch(world.release)
         else:
@@ -222,8 +237,17 @@ def _publish(
     world: _World, check: Check | None, budget: CheckBudget, launch_previous: bool = False
 ) -> Generator[Any, Any, None]:
     env = world.env
-    yield from _roll(world, launch_previous)
+    deploys = False
+    if check is not None:  # the seed and the update duty reach a check that takes them
+        check, deploys = prepare(check, world.seed, updates=True)
+    yield from _roll(world, launch_previous, update=not deploys)
     if check is None:
+        return
+    if deploys:
+        yield from drive_publish(
+            world, check, budget, look=lambda: _look(world),
+            update=partial(update_machines, world),
+            conclude=lambda verdict: conclude(world, verdict, getattr(check, "rolls_back", True)))
         return
     # The budget's wrapper is the driver's alone: the check itself is what the run reports.
     steps = drive(budget.guard(check), world.scenario.publish_started_ms, budget.max_looks)
@@ -469,13 +493,15 @@ def run_checks(
     default (``share=None``) it is used while it saves ``SHARE_MIN_SAVING`` of the worlds
     for these checks in this process; the results are the same either way.
     """
+    if 0 < sum(map(_alone, checks)) < len(checks):
+        return _beside(scenario, seed, checks, budget, share)
     gain = None
     if share is None and len(checks) > 1:
         key = tuple(check_name(c) for c in checks)
         gain = _GAINS.get(key) or _GAINS.setdefault(key, _Gain())
         share = gain.share()
     with gc_paused():
-        if not share and len(checks) > 1:
+        if any(map(_alone, checks)) or (not share and len(checks) > 1):
             alone = [_simulate(scenario, seed, check, False, budget) for check in checks]
             bad = any(w.proved_bad for w in alone) or ground_truth(scenario, seed)
             return [_result(w, check, bad, False) for w, check in zip(alone, checks, strict=True)]
@@ -501,6 +527,26 @@ def run_checks(
             for rider in shared.members:
                 results[id(rider)] = rider.result(shared.world, tally, seed, bad)
         return [results[id(rider)] for rider in riders]
+
+
+def _alone(check: Check) -> bool:
+    """A check that deploys or draws from the run's seed (``for_driver``) rides no shared world.
+
+    Its updates change the world the others would see, and a shared world's riders are
+    driven without the seed and the update duty (``sim.publish.deploying``).
+    """
+    return getattr(type(check), "for_driver", None) is not None
+
+
+def _beside(
+    scenario: Scenario, seed: int, checks: Sequence[Check], budget: CheckBudget,
+    share: bool | None,
+) -> list[RunResult]:
+    """``run_checks`` where some checks run alone: the others share worlds as ever."""
+    shared = run_checks(scenario, seed, [c for c in checks if not _alone(c)], budget, share)
+    bad, rest = shared[0].bad, iter(shared)  # one ground truth for every check of the seed
+    return [run(scenario, seed, c, bad=bad, budget=budget) if _alone(c) else next(rest)
+            for c in checks]
 
 
 @dataclass(eq=False)

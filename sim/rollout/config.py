@@ -51,6 +51,11 @@ class FleetTable(_Table):
     """``[fleet]``: the servers behind the balancer."""
 
     servers: int = Field(3, ge=1, le=100)
+    #: How long a server keeps an idle keep-alive connection open. Not public for the
+    #: write-up's servers: assumed 75 s, nginx's default ``keepalive_timeout``
+    #: (nginx.org, ngx_http_core_module). Only the keep-alive invariant reads it: the model
+    #: routes requests, not connections.
+    keepalive_timeout_s: float = Field(75.0, gt=0, le=DAY_S)
 
 
 class BalancerTable(_Table):
@@ -59,6 +64,17 @@ class BalancerTable(_Table):
     interval_s: float = Field(30.0, le=3600)  # its floor: _interval_floor
     unhealthy_threshold: int = Field(2, ge=1, le=100)
     healthy_threshold: int = Field(5, ge=1, le=100)
+    #: When each target's checks fall (sim.rollout.balancer.first_probes): ``random``, a
+    #: uniform phase per target (the model's own, and the default); ``staggered``,
+    #: HAProxy's: target k of n first at ``interval_s x k / n``, then every interval.
+    check_schedule: Literal["random", "staggered"] = "random"
+    #: HAProxy's ``spread-checks`` (0..50 %): each interval varied by up to +/- this
+    #: percent of it. 0 (HAProxy's default): exact intervals.
+    spread_checks_pct: float = Field(0.0, ge=0, le=50)
+    #: How long the balancer keeps an idle connection to a target: ALB's default
+    #: connection idle timeout, 60 s (Elastic Load Balancing, "Edit attributes for your
+    #: Application Load Balancer"). Only the keep-alive invariant reads it.
+    idle_timeout_s: float = Field(60.0, gt=0, le=DAY_S)
 
     @field_validator("interval_s")
     @classmethod
@@ -161,6 +177,9 @@ class RolloutScenario(_Table):
             serve_after_drain_s=self.deploy.serve_after_drain_s,
             shutdown_s=self.deploy.shutdown_s,
             stop_grace_period_s=self.deploy.stop_grace_period_s,
+            keepalive_timeout_s=self.fleet.keepalive_timeout_s,
+            idle_timeout_s=self.balancer.idle_timeout_s,
+            spread_checks_pct=self.balancer.spread_checks_pct,
         )
 
 

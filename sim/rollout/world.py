@@ -56,7 +56,9 @@ def estimate_work(scenario: RolloutScenario) -> WorkEstimate:
     healthy_s = min(d.healthy_timeout_s, d.start_max_s + (b.healthy_threshold + 1) * b.interval_s)
     horizon = d.at_s + servers * (exit_s + healthy_s) + scenario.settle_s
     looks = servers * horizon / w.interval_s if w.enabled else 0.0
-    return WorkEstimate(horizon, servers * horizon / b.interval_s, looks,
+    # spread-checks can shorten an interval by up to spread_checks_pct of it.
+    shortest = b.interval_s * (1 - b.spread_checks_pct / 100)
+    return WorkEstimate(horizon, servers * horizon / shortest, looks,
                         scenario.traffic.rps * horizon)
 
 
@@ -113,7 +115,8 @@ def run(scenario: RolloutScenario, seed: int) -> RolloutResult:
     balancer = LoadBalancer(
         env,
         servers,
-        HealthRules(b.interval_s, b.unhealthy_threshold, b.healthy_threshold),
+        HealthRules(b.interval_s, b.unhealthy_threshold, b.healthy_threshold, b.check_schedule,
+                    b.spread_checks_pct),
         balancer_rng,
         changed,
     )

@@ -7,14 +7,24 @@ varying fastest.
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+)
 
 from platform_testbed.checks import BUILTIN_CHECKS
 from platform_testbed.sim.checkload.loader import load_checks
@@ -224,16 +234,79 @@ class Sweep:
             values.append(axis[at])
         return tuple(reversed(values))
 
-    def scenario(self, values: Sequence[Scalar]) -> Scenario:
-        """The base scenario with one point's values set."""
+    def scenario(self, values: Sequence[Scalar], env: Env | None = None) -> Scenario:
+        """The base scenario with one point's values set.
+
+        The same value as validating the whole merged mapping (``validate``), from less
+        work: only the tables the axes touch are validated, each table's mapping once per
+        process (``_point_tables``), and set on the base scenario, validated once.
+        ``env``: ``validation_env()``, read once for many points (it costs more than a point).
+        """
         raw = _with_values(self.base, zip(self.keys, values, strict=True))
-        return validate(raw, self.name)
+        tables = _point_tables(raw, self.keys, validation_env() if env is None else env)
+        if tables is None:  # not a table the fast path knows, or a bad value: the whole rule
+            return validate(raw, self.name)
+        return self._base_scenario.model_copy(update=tables)
+
+    @functools.cached_property
+    def _base_scenario(self) -> Scenario:
+        return validate(self.base, self.name)
 
     def thinned(self, every: int) -> Sweep:
         """Every ``every``-th value of each axis: a quick look at a big sweep."""
         axes = tuple((key, values[::every]) for key, values in self.axes)
         return Sweep(self.name, self.scenario_name, self.base, self.checks, self.seeds, axes,
                      self.heatmap)
+
+
+#: The TESTBED_ variables, as ``validation_env`` reads them.
+Env = tuple[tuple[str, str], ...]
+#: Validated tables by (table, its mapping's repr, the TESTBED_ variables): a point's
+#: validation is a pure function of those (a field's rule may read TESTBED_MIN_PERIOD_S).
+#: A grid's tables repeat (the release table of a point changes only along its axis),
+#: so most points validate nothing. Bounded: emptied when full.
+_TABLES: dict[tuple[str, str, Env], BaseModel] = {}
+_TABLES_MAX = 16_384
+
+
+def validation_env() -> Env:
+    """The TESTBED_ variables now: what a table's validation may read besides the table."""
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("TESTBED_")))
+
+
+def _point_tables(raw: dict[str, Any], keys: Sequence[str], env: Env) -> dict[str, BaseModel] | None:
+    """The validated tables of ``raw`` that ``keys`` touch, or None where only the whole
+    validation will do: a top-level key, a field that is not a plain table, a bad value
+    (the whole validation then words the error exactly as always).
+
+    Equal to validating all of ``raw``: ``Scenario`` has no rule across its tables (each
+    field is validated on its own), and the tables are frozen, so one may be shared.
+    """
+    tables: dict[str, BaseModel] = {}
+    for key in keys:
+        top, dot, _ = key.partition(".")
+        if not dot:
+            return None
+        if top in tables:
+            continue
+        field = Scenario.model_fields.get(top)
+        model = None if field is None else field.annotation
+        table = raw.get(top)
+        if not (isinstance(model, type) and issubclass(model, BaseModel)
+                and isinstance(table, dict)):
+            return None
+        cache_key = (top, repr(table), env)
+        found = _TABLES.get(cache_key)
+        if found is None:
+            try:
+                found = model.model_validate(table)
+            except ValidationError:
+                return None
+            if len(_TABLES) >= _TABLES_MAX:
+                _TABLES.clear()
+            _TABLES[cache_key] = found
+        tables[top] = found
+    return tables
 
 
 def _with_values(raw: dict[str, Any], items: Iterable[tuple[str, Scalar]]) -> dict[str, Any]:

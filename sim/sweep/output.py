@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
 import os
 import statistics
@@ -14,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import IO, TYPE_CHECKING, Any
 
+from platform_testbed.sim.config.scenario import OUTCOMES
 from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.publish.compare import SCHEMA_VERSION, OutcomeCounts
 from platform_testbed.sim.runtime.frames import FLOAT, INT, TEXT, frame
@@ -152,24 +154,42 @@ class Tally:
     """The summary's figures, gathered as rows go by: no row is kept.
 
     Per check, its outcome counts and its decision times (8 bytes each, for the exact
-    median): a sweep of a million worlds holds 16 MB of them, not its rows.
+    median): a sweep of a million worlds holds 16 MB of them, not its rows. A worker
+    tallies its task's rows and the parent only adds the tallies up (``merge``).
     """
 
     def __init__(self, names: Sequence[str]) -> None:
-        self.counts = dict.fromkeys(names, OutcomeCounts())
+        self._counts: dict[str, list[int]] = {name: [0] * len(OUTCOMES) for name in names}
         self.decided: dict[str, array[float]] = {name: array("d") for name in names}
         self.rows = 0
 
+    @property
+    def counts(self) -> dict[str, OutcomeCounts]:
+        """Each check's outcome counts so far."""
+        return {name: OutcomeCounts(*c) for name, c in self._counts.items()}
+
     def add(self, rows: Iterable[Row]) -> None:
         """Count these rows (rows of a check the sweep does not name are not counted)."""
+        at = _OUTCOME_AT
         for row in rows:
             self.rows += 1
-            name = row["check"]
-            if name not in self.counts:
+            counts = self._counts.get(row["check"])
+            if counts is None:
                 continue
-            self.counts[name] = self.counts[name].plus(row["outcome"])
+            counts[at[row["outcome"]]] += 1
             if row["decided_at_s"] is not None:
-                self.decided[name].append(row["decided_at_s"])
+                self.decided[row["check"]].append(row["decided_at_s"])
+
+    def merge(self, other: Tally) -> None:
+        """Add ``other``'s figures (a task's, tallied where it ran) to these."""
+        self.rows += other.rows
+        for name, counts in other._counts.items():
+            mine = self._counts.get(name)
+            if mine is None:
+                continue
+            for i, n in enumerate(counts):
+                mine[i] += n
+            self.decided[name].extend(other.decided[name])
 
     def summary(self, result: SweepResult) -> SweepSummary:
         """The summary of ``result``'s sweep, from what was counted."""
@@ -191,6 +211,25 @@ class Tally:
             interrupted=result.interrupted,
             checks=MappingProxyType(checks),
         )
+
+
+#: Each outcome's place in ``OutcomeCounts`` (its fields are ``OUTCOMES``, in order).
+_OUTCOME_AT = {outcome: i for i, outcome in enumerate(OUTCOMES)}
+
+
+@dataclass(slots=True)
+class Chunk:
+    """A task's rows as a worker hands them back: already in the file's format, with
+    their tally, so the parent only writes text and adds figures (``run_sweep``)."""
+
+    text: str
+    count: int
+    tally: Tally
+    #: The rows themselves, only when the caller keeps them (a JUnit report, a heatmap).
+    rows: list[Row] | None = None
+
+    def __len__(self) -> int:
+        return self.count
 
 
 def summarise(result: SweepResult) -> SweepSummary:
@@ -253,26 +292,76 @@ def write_rows(path: Path, sweep: Sweep, rows: Sequence[Row], force: bool = Fals
     write_atomic(target, write, newline="")
 
 
+@dataclass(frozen=True, slots=True)
+class RowFormat:
+    """How rows become a file's text: CSV (``columns`` as its header) or JSON Lines.
+
+    Plain data, pickled to the workers: each formats its own task's rows
+    (``run_sweep``), the same text as formatting them all in one place.
+    """
+
+    csv: bool
+    names: tuple[str, ...]
+
+    def header(self) -> str:
+        """What the file starts with (CSV: the header line; JSON Lines: nothing)."""
+        return self.encode_cells([self.names]) if self.csv else ""
+
+    def encode(self, rows: Iterable[Row]) -> str:
+        """Rows as the file's lines."""
+        if self.csv:
+            names = self.names
+            return self.encode_cells([_csv_cell(row.get(name)) for name in names] for row in rows)
+        return "".join([json.dumps(row, separators=(",", ":")) + "\n" for row in rows])
+
+    @staticmethod
+    def encode_cells(lines: Iterable[Iterable[str]]) -> str:
+        """CSV lines, quoted as ``csv.writer`` quotes them."""
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\n").writerows(lines)
+        return buffer.getvalue()
+
+
+def row_format(path: Path, sweep: Sweep) -> RowFormat:
+    """The format ``path``'s suffix names, with the sweep's columns."""
+    return RowFormat(path.suffix.lower() == ".csv", tuple(columns(sweep)))
+
+
 def _row_writer(path: Path, sweep: Sweep, handle: IO[str]) -> Callable[[Iterable[Row]], None]:
     """A function that writes rows to ``handle`` in ``path``'s format (CSV: header first)."""
-    if path.suffix.lower() == ".csv":
-        writer = csv.writer(handle, lineterminator="\n")
-        names = columns(sweep)
-        writer.writerow(names)
+    fmt = row_format(path, sweep)
+    handle.write(fmt.header())
 
-        def csv_rows(rows: Iterable[Row]) -> None:
-            writer.writerows([_csv_cell(row.get(name)) for name in names] for row in rows)
-        return csv_rows
+    def rows_out(rows: Iterable[Row]) -> None:
+        handle.write(fmt.encode(rows))
+    return rows_out
 
-    def json_rows(rows: Iterable[Row]) -> None:
-        handle.writelines(json.dumps(row, separators=(",", ":")) + "\n" for row in rows)
-    return json_rows
+
+class StreamSink:
+    """``streaming_rows``' sink: rows (or their text, formatted elsewhere) written in order.
+
+    Each write is whole under ``held``: a Ctrl-C or SIGTERM while it is written comes
+    after its last row, so the file never holds half a row.
+    """
+
+    def __init__(self, handle: IO[str], fmt: RowFormat) -> None:
+        self._handle = handle
+        self.format = fmt
+        with held():
+            handle.write(fmt.header())
+
+    def __call__(self, rows: Iterable[Row]) -> None:
+        """Format these rows here and write them."""
+        self.write(self.format.encode(rows))
+
+    def write(self, text: str) -> None:
+        """Write rows already in ``format`` (a worker's ``Chunk.text``)."""
+        with held():
+            self._handle.write(text)
 
 
 @contextlib.contextmanager
-def streaming_rows(
-    path: Path, sweep: Sweep, force: bool = False
-) -> Iterator[Callable[[Iterable[Row]], None]]:
+def streaming_rows(path: Path, sweep: Sweep, force: bool = False) -> Iterator[StreamSink]:
     """A sink for rows in order, written as they come; the file appears whole when the
     block ends well, and not at all otherwise.
 
@@ -284,12 +373,7 @@ def streaming_rows(
     """
     target = check_out_path(path, force)
     with _unnamed_beside(target) as handle:
-        write = _row_writer(path, sweep, handle)
-
-        def sink(rows: Iterable[Row]) -> None:
-            with held():
-                write(rows)
-        yield sink
+        yield StreamSink(handle, row_format(path, sweep))
 
 
 @contextlib.contextmanager

@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
-from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.runtime.scheduler import DASK_TIMEOUT_S, completed, connect_client
 from platform_testbed.sim.runtime.signals import Readable, die_with, start_forkserver
 from platform_testbed.sim.sweep.file import Sweep
-from platform_testbed.sim.sweep.output import SweepResult, Tally
-from platform_testbed.sim.sweep.units import Progress, check_names, run_units
+from platform_testbed.sim.sweep.output import Chunk, RowFormat, StreamSink, SweepResult, Tally
+from platform_testbed.sim.sweep.units import Progress, Row, check_names, each_unit, run_units
 
-#: Where ``run_sweep`` hands rows on, in unit order, as they come.
-Sink = Callable[[list[Any]], None]
+#: Where ``run_tasks`` hands each task's batch on, in unit order, as they come: a batch is
+#: what the work gave (a list of rows, or a sweep's ``Chunk``), sized by ``len``.
+Sink = Callable[[Any], None]
 
 # A task should carry at least this much work, so a pool's per-task cost stays small.
 TASK_TARGET_S = 0.1
@@ -65,7 +66,7 @@ class _InOrder:
     """
 
     def __init__(self, sink: Sink | None, tally: Tally | None) -> None:
-        self.done: dict[int, list[Any]] = {}
+        self.done: dict[int, Any] = {}
         #: Each task's first unit -> the unit after its last.
         self.ends: dict[int, int] = {}
         self.sink = sink
@@ -74,7 +75,7 @@ class _InOrder:
         self.streamed = 0
         self.units_done = 0
 
-    def __setitem__(self, lo: int, rows: list[Any]) -> None:
+    def __setitem__(self, lo: int, rows: Any) -> None:
         self.done[lo] = rows
         self.units_done += self.ends[lo] - lo
         while self.sink is not None and self.next in self.done:
@@ -116,24 +117,48 @@ class Work(Protocol):
     def units(self) -> int:
         """How many units there are."""
 
-    def __call__(self, lo: int, hi: int) -> tuple[int, list[Any]]:
-        """Run units ``lo`` to ``hi`` (exclusive)."""
+    def __call__(self, lo: int, hi: int) -> tuple[int, Any]:
+        """Run units ``lo`` to ``hi`` (exclusive): their batch (a list, or a sized batch)."""
 
 
 @dataclass(frozen=True, slots=True)
 class _SweepWork:
     """A sweep's units: each gives one row per check (``sim.sweep.units``); the budget
-    travels with the work (pickled to a pool's or a cluster's worker)."""
+    travels with the work (pickled to a pool's or a cluster's worker).
+
+    With a ``format``, a task gives one ``Chunk``: its rows as the file's text and their
+    tally, made where the task ran, so the parent's cost per row is a write and an add.
+    """
 
     sweep: Sweep
     budget: CheckBudget
+    format: RowFormat | None = None
+    names: tuple[str, ...] = ()
+    keep: bool = False
 
     @property
     def units(self) -> int:
         return self.sweep.units
 
-    def __call__(self, lo: int, hi: int) -> tuple[int, list[Any]]:
-        return run_units(self.sweep, lo, hi, self.budget)
+    def __call__(self, lo: int, hi: int) -> tuple[int, Any]:
+        if self.format is None:
+            return run_units(self.sweep, lo, hi, self.budget)
+        tally = Tally(self.names)
+        text: list[str] = []
+        kept: list[Row] | None = [] if self.keep else None
+        count = 0
+        # World by world: a world's rows become text (which the collector does not track)
+        # at once. Rows held as dicts for the whole task were most of what survived into
+        # the collector's oldest generation, and so what made its full passes come often
+        # (a sixth of a world's time in them, measured on million_worlds).
+        for rows in each_unit(self.sweep, lo, hi, self.budget):
+            tally.add(rows)
+            text.append(self.format.encode(rows))
+            count += len(rows)
+            if kept is not None:
+                kept.extend(rows)
+        # A Chunk is a batch of ``len(chunk)`` rows: ``_InOrder`` counts it as such.
+        return lo, Chunk("".join(text), count, tally, kept)
 
 
 @dataclass(slots=True)
@@ -168,34 +193,90 @@ def run_tasks(
     """
     done = _InOrder(sink, tally)
     interrupted = False
-    tasks = 0
     size = 0
     workers = workers or _cores()
     # Local workers boot (import the simulator) while this process measures the work.
     pool = _start_pool(workers) if dask is None and workers > 1 and work.units > 1 else None
+    tasks = _Tasks(done, work.units, 0)
     try:
         size = per_task or _calibrate(work, done, progress)
-        start = done.last() + 1
-        ranges = [(lo, min(lo + size, work.units)) for lo in range(start, work.units, size)]
-        for lo, hi in ranges:
-            done.ends[lo] = hi
-        tasks = len(ranges) + start
+        tasks = _Tasks(done, work.units, size, adapt=per_task is None)
         if dask is not None:
-            _run_dask(work, ranges, dask, done, progress)
+            _run_dask(work, tasks.all(), dask, done, progress)
         elif pool is None:
-            for lo, hi in ranges:
+            while (task := tasks.front()) is not None:
+                lo, hi = task
                 done[lo] = work(lo, hi)[1]
                 if progress:
                     progress(hi - lo)
         else:
-            _run_pool(pool, work, ranges, done, progress)
+            _run_pool(pool, work, tasks, done, progress)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     items = done.finish()
-    return Ran(items, done.units_done, interrupted, tasks, size if tasks else 0, done.streamed)
+    count = tasks.made + tasks.start
+    return Ran(items, done.units_done, interrupted, count, size if count else 0, done.streamed)
+
+
+class _Tasks:
+    """The units not yet given a task, cut into tasks as they are asked for.
+
+    The pool takes tasks from the front (in unit order, so rows stream as they come);
+    this process, while the workers start, from the back. Cut lazily, so a task's size
+    can follow what the tasks actually cost (``took``): a calibration on a machine busy
+    starting the pool, or on the sweep's first and cheapest (or dearest) corner, does not
+    fix the size of every task. The units, their order and so every row stay the same.
+    """
+
+    def __init__(self, done: _InOrder, units: int, size: int, adapt: bool = False) -> None:
+        self.done = done
+        self.start = done.last() + 1  # units already run (calibration)
+        self.lo = self.start
+        self.hi = units
+        self.size = size
+        self.adapt = adapt
+        self.made = 0
+        self._units = 0
+        self._seconds = 0.0
+
+    def _cut(self, lo: int, hi: int) -> tuple[int, int]:
+        self.done.ends[lo] = hi
+        self.made += 1
+        return lo, hi
+
+    def front(self) -> tuple[int, int] | None:
+        """The next task from the front, or None when every unit has one."""
+        if self.lo >= self.hi:
+            return None
+        lo, self.lo = self.lo, min(self.lo + self.size, self.hi)
+        return self._cut(lo, self.lo)
+
+    def back(self) -> tuple[int, int] | None:
+        """The last units' task, or None when every unit has one."""
+        if self.lo >= self.hi:
+            return None
+        hi, self.hi = self.hi, max(self.hi - self.size, self.lo)
+        return self._cut(self.hi, hi)
+
+    def all(self) -> list[tuple[int, int]]:
+        """Every remaining task at once (Dask schedules them itself)."""
+        ranges = []
+        while (task := self.front()) is not None:
+            ranges.append(task)
+        return ranges
+
+    def took(self, units: int, seconds: float) -> None:
+        """A worker's ``units`` took ``seconds`` of its time: size later tasks to the mean."""
+        if not self.adapt or seconds <= 0:
+            return
+        self._units += units
+        self._seconds += seconds
+        per_unit = self._seconds / self._units
+        self.size = max(1, min(math.ceil(TASK_TARGET_S / per_unit),
+                               math.floor(TASK_CEILING_S / per_unit)))
 
 
 def run_sweep(
@@ -205,17 +286,49 @@ def run_sweep(
     progress: Progress | None = None,
     per_task: int | None = None,
     *,
-    sink: Sink | None = None,
+    sink: Sink | StreamSink | None = None,
     budget: CheckBudget = DEFAULT_CHECK_BUDGET,
+    keep: Sink | None = None,
 ) -> SweepResult:
     """Run every unit; rows in unit order. Ctrl-C keeps the finished tasks' rows.
 
     As ``run_tasks``; with ``sink``, rows go to it in unit order as they come and the
     result keeps none (memory flat in the number of worlds). ``budget`` goes with every task.
+    A ``StreamSink`` (``streaming_rows``) is handed text: each task's rows are formatted and
+    tallied where the task ran, and ``keep``, if given, sees the rows too, in order.
+
+    Signals: Ctrl-C ends the run here, keeps the finished rows (``interrupted``), and the
+    stream's file is written with them. SIGTERM (and SIGHUP) is not caught: it ends the
+    command, the stream is abandoned, the previous file stays and nothing is left beside
+    it (tests/test_signals_pool.py holds that). Deliberately no ``rows.partial.csv``: a
+    SIGTERM is how a supervisor (a CI timeout, systemd, Kubernetes) stops a job, and a
+    stop that leaves a new file beside the old one breaks "whole or not at all" for
+    whoever globs the folder; whoever wants the finished rows sends SIGINT instead.
     """
     began = time.perf_counter()
-    tally = Tally(check_names(sweep))
-    ran = run_tasks(_SweepWork(sweep, budget), workers, dask, progress, per_task, sink=sink, tally=tally)
+    names = check_names(sweep)
+    tally = Tally(names)
+    if isinstance(sink, StreamSink):
+        stream = sink
+
+        def written(chunk: Chunk) -> None:
+            # Counted before the write, as ``_InOrder`` counts rows (see ``_hand_on``).
+            tally.merge(chunk.tally)
+            stream.write(chunk.text)
+            if keep is not None and chunk.rows is not None:
+                keep(chunk.rows)
+
+        work = _SweepWork(sweep, budget, sink.format, names, keep is not None)
+        ran = run_tasks(work, workers, dask, progress, per_task, sink=written)
+    else:
+        def handed(rows: list[Any]) -> None:
+            assert sink is not None
+            sink(rows)
+            if keep is not None:
+                keep(rows)
+
+        ran = run_tasks(_SweepWork(sweep, budget), workers, dask, progress, per_task,
+                        sink=None if sink is None else handed, tally=tally)
     result = SweepResult(sweep, ran.items, ran.units_done, ran.interrupted,
                          time.perf_counter() - began, ran.tasks, ran.per_task,
                          rows_streamed=ran.streamed)
@@ -300,27 +413,43 @@ def _start_pool(workers: int) -> _Pool:
     return _Pool(workers)
 
 
+#: Tasks in flight per worker: one running, one queued behind it, so a worker never waits
+#: for the next; more would only hold results that finished ahead of an earlier task.
+IN_FLIGHT_PER_WORKER = 2
+
+
+def _timed(work: Work, lo: int, hi: int) -> tuple[int, Any, float]:
+    """A pool task: the work's result, and the process time it took (sizes later tasks)."""
+    began = time.process_time()
+    lo, items = work(lo, hi)
+    return lo, items, time.process_time() - began
+
+
 def _run_pool(
-    pool: _Pool, work: Work, ranges: list[tuple[int, int]],
-    done: _InOrder, progress: Progress | None,
+    pool: _Pool, work: Work, tasks: _Tasks, done: _InOrder, progress: Progress | None,
 ) -> None:
-    remaining = list(ranges)
     # Until the workers are up, this process takes tasks from the far end itself.
-    while remaining and not pool.ready():
-        lo, hi = remaining.pop()
+    while not pool.ready() and (task := tasks.back()) is not None:
+        lo, hi = task
         done[lo] = work(lo, hi)[1]
         if progress:
             progress(hi - lo)
     pool.started()
-    pending: set[Future[tuple[int, list[Any]]]] = set()
+    # A few tasks in flight, not all of them: ``wait`` costs a lock per pending future,
+    # so thousands pending made this process's cost grow with the square of the tasks.
+    pending: set[Future[tuple[int, Any, float]]] = set()
     try:
-        for lo, hi in remaining:
-            pending.add(pool.executor.submit(work, lo, hi))
-        while pending:
+        while True:
+            while len(pending) < IN_FLIGHT_PER_WORKER * pool.workers and (
+                    task := tasks.front()) is not None:
+                pending.add(pool.executor.submit(_timed, work, *task))
+            if not pending:
+                break
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                lo, rows = future.result()
-                done[lo] = rows
+                lo, items, seconds = future.result()
+                tasks.took(done.ends[lo] - lo, seconds)
+                done[lo] = items
                 if progress:
                     progress(done.ends[lo] - lo)
     except KeyboardInterrupt:
@@ -330,8 +459,8 @@ def _run_pool(
         # Tasks already running when Ctrl-C came have finished now: keep them too.
         for future in pending:
             if future.done() and not future.cancelled() and future.exception() is None:
-                lo, rows = future.result()
-                done[lo] = rows
+                lo, items, _ = future.result()
+                done[lo] = items
         raise
 
 
@@ -344,22 +473,13 @@ def _run_dask(
     work: Work, ranges: list[tuple[int, int]], address: str, done: _InOrder,
     progress: Progress | None,
 ) -> None:
-    try:
-        from distributed import Client, as_completed  # noqa: PLC0415
-    except ImportError:
-        raise BadInput(
-            "--dask: Dask distributed is not installed (pip install "
-            "'platform-simulator-testbed[dask]')"
-        ) from None
-    try:
-        client = Client(address, timeout="10s")
-    except Exception as error:
-        raise BadInput(f"--dask {address}: cannot reach the scheduler ({error})") from None
+    # Started and heard from within bounds: a scheduler gone silent ends the sweep in one line.
+    client = connect_client(address)
     futures = []
     try:
         remote = client.scatter(work, broadcast=True)
         futures = [client.submit(_call, remote, lo, hi, pure=False) for lo, hi in ranges]
-        for future in as_completed(futures):
+        for future in completed(client, futures, address):
             lo, rows = future.result()
             done[lo] = rows
             if progress:
@@ -372,5 +492,5 @@ def _run_dask(
                 done[lo] = rows
         raise
     finally:
-        client.close()
+        client.close(timeout=DASK_TIMEOUT_S)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from platform_testbed.checks.drive import check_name
@@ -21,7 +21,7 @@ from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config.scenario import validate
 from platform_testbed.sim.publish.compare import RESULT_COLUMNS, RunStep, result_row
 from platform_testbed.sim.publish.world import ground_truth, run_checks
-from platform_testbed.sim.sweep.file import Sweep
+from platform_testbed.sim.sweep.file import Env, Sweep, validation_env
 
 Row = dict[str, Any]
 #: Called with the number of units just finished.
@@ -29,7 +29,7 @@ Progress = Callable[[int], None]
 
 # Row columns after the axis columns, in file order: RESULT_COLUMNS (re-exported).
 __all__ = ["RESULT_COLUMNS", "ProcessSweep", "Progress", "Row", "check_names", "columns",
-           "run_units", "unit_rows", "with_steps"]
+           "each_unit", "run_units", "unit_rows", "with_steps"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,14 +89,16 @@ def columns(sweep: Sweep) -> list[str]:
     return ["point", "seed", *sweep.keys, *RESULT_COLUMNS]
 
 
-def _rows_of_unit(sweep: Sweep, unit: int, budget: CheckBudget) -> list[Row]:
-    """All checks in one world; a world whose simulation raises gives error rows."""
+def _rows_of_unit(sweep: Sweep, unit: int, budget: CheckBudget, env: Env | None = None) -> list[Row]:
+    """All checks in one world; a world whose simulation raises gives error rows.
+
+    ``env``: ``validation_env()`` read once for the task (``Sweep.scenario``)."""
     point, seed_index = divmod(unit, len(sweep.seeds))
     seed = sweep.seeds[seed_index]
     values = sweep.point(point)
     head: Row = {"point": point, "seed": seed} | dict(zip(sweep.keys, values, strict=True))
     try:
-        world = sweep.scenario(values)
+        world = sweep.scenario(values, env)
         # The point's [check] table: only the keys it sets reach a check (sim.checkload.loader).
         specs, steps = _split(sweep)
         checks = load_checks(specs, world.check)
@@ -126,13 +128,23 @@ def run_units(
     ``budget`` travels with the task (pickled to a pool's or a cluster's worker).
     """
     rows: list[Row] = []
-    for unit in range(start, stop):
-        rows.extend(_rows_of_unit(sweep, unit, budget))
+    for unit_rows_ in each_unit(sweep, start, stop, budget):
+        rows.extend(unit_rows_)
     return start, rows
+
+
+def each_unit(
+    sweep: Sweep, start: int, stop: int, budget: CheckBudget = DEFAULT_CHECK_BUDGET
+) -> Iterator[list[Row]]:
+    """Units ``start`` to ``stop`` (exclusive), one list of rows (one per check) at a time."""
+    env = validation_env()
+    for unit in range(start, stop):
+        yield _rows_of_unit(sweep, unit, budget, env)
 
 
 def unit_rows(
     units: Sequence[int], sweep: Sweep, budget: CheckBudget = DEFAULT_CHECK_BUDGET
 ) -> list[Row]:
     """Rows of some units computed here (for tests and notebooks)."""
-    return list(itertools.chain.from_iterable(_rows_of_unit(sweep, u, budget) for u in units))
+    env = validation_env()
+    return list(itertools.chain.from_iterable(_rows_of_unit(sweep, u, budget, env) for u in units))

@@ -252,4 +252,5 @@ def _shifted(recorded: RecordedLook, shift_ms: int) -> RecordedLook:
         m._replace(at_ms=m.at_ms - shift_ms,
                    events=tuple(e._replace(timestamp=e.timestamp - shift_ms) for e in m.events))
         for m in look.machines)
-    return RecordedLook(Look(look.at_ms - shift_ms, machines), recorded.dropped)
+    # The pre-deploy states are states, not times: they go with the look unchanged.
+    return RecordedLook(Look(look.at_ms - shift_ms, machines, look.pre_deploy), recorded.dropped)

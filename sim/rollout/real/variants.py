@@ -32,6 +32,8 @@ TIME_FIELDS = (
     "watchdog.interval_s",
     "watchdog.repair_s",
     "timing.max_reheal_s",
+    "balancer.idle_timeout_s",  # the keep-alive invariant's: the model's 502s do not read them
+    "fleet.keepalive_timeout_s",
 )
 
 

@@ -1,0 +1,114 @@
+"""A million worlds: the shipped sweep ``million_worlds`` on the command line, timed whole.
+
+Prints the wall time, the rate (worlds per second), the peak memory of the whole process
+tree (the command, its forkserver and its workers: their resident sets summed, sampled
+every 0.2 s from /proc) and the load average before and after, so a figure read on a
+busy machine says so. ``--sweep NAME`` times another sweep the same way (a quick check:
+``--sweep crash_period_vs_look_delay``); ``--workers N`` as the command takes it.
+
+    python benchmarks/bench_million.py [--sweep million_worlds] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_S = 0.2
+
+
+def _children() -> dict[int, list[int]]:
+    """Every process's children, from /proc (pid -> child pids)."""
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _memory_kib(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) of one process in KiB; PSS shares each shared page among its users
+    (the workers share the forkserver's imported pages), so PSS sums to the tree's use."""
+    rss = pss = 0
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Rss:"):
+                rss = int(line.split()[1])
+            elif line.startswith("Pss:"):
+                pss = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, pss
+
+
+def tree_memory_kib(root: int) -> tuple[int, int]:
+    """RSS and PSS of ``root`` and all its descendants, each summed (KiB)."""
+    tree = _children()
+    rss = pss = 0
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        one = _memory_kib(pid)
+        rss, pss = rss + one[0], pss + one[1]
+        todo.extend(tree.get(pid, ()))
+    return rss, pss
+
+
+def main() -> None:
+    """Run the sweep once; print wall, rate, peak tree memory and the load average."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sweep", default="million_worlds")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    testbed = Path(sys.executable).with_name("testbed")
+    before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "rows.csv"
+        command = [str(testbed), "sweep", args.sweep, "--workers", str(args.workers),
+                   "--out", str(out), "--force", "--no-progress", "--json"]
+        began = time.perf_counter()
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=ROOT)
+        peak = [0, 0]
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.wait(SAMPLE_S):
+                rss, pss = tree_memory_kib(child.pid)
+                peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        output, _ = child.communicate()
+        wall = time.perf_counter() - began
+        stop.set()
+        sampler.join()
+        rows = sum(1 for _ in out.open(encoding="utf-8")) - 1 if out.exists() else 0
+    if child.returncode != 0:
+        sys.exit(f"testbed sweep exited {child.returncode}")
+    worlds = json.loads(output)["units_done"]
+    after = os.getloadavg()
+    print(f"sweep {args.sweep} on {args.workers} workers: {worlds:,} worlds, {rows:,} rows "
+          f"in {wall:.1f} s wall")
+    print(f"  rate         {worlds / wall:,.0f} worlds/s  (goal: 1,000,000 in < 300 s)")
+    print(f"  peak memory  {peak[1] / 1024:.1f} MiB PSS, {peak[0] / 1024:.1f} MiB RSS summed, "
+          f"for the process tree, sampled every {SAMPLE_S} s  (goal < 300 MB)")
+    print(f"  load average {before[0]:.2f} before, {after[0]:.2f} after")
+    print(f"  summary      {output.decode().strip()[:160]}...")
+
+
+if __name__ == "__main__":
+    main()
