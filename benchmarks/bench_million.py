@@ -2,7 +2,7 @@
 
 Prints the wall time, the rate (worlds per second), the peak memory of the whole process
 tree (the command, its forkserver and its workers: their resident sets summed, sampled
-every 0.2 s from /proc) and the load average before and after, so a figure read on a
+every 0.5 s from /proc) and the load average before and after, so a figure read on a
 busy machine says so. ``--sweep NAME`` times another sweep the same way (a quick check:
 ``--sweep crash_period_vs_look_delay``); ``--workers N`` as the command takes it.
 
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE_S = 0.2
+SAMPLE_S = 0.5
 
 
 def _children() -> dict[int, list[int]]:
