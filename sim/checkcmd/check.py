@@ -176,9 +176,12 @@ class CommandCheck:
         return self._incremental
 
     def _stop(self, grace_s: float) -> None:
-        if self._child is not None:
-            self._child.close(grace_s)
-            self._child = None
+        # Let go of the child first: the driver's limit raises again every 50 ms until the
+        # cut call returns, and a second raise inside close() once left this check holding
+        # a half-closed child, whose closed pipes the next run read (EBADF).
+        child, self._child = self._child, None
+        if child is not None:
+            child.close(grace_s)
 
     def close(self) -> None:
         """Stop the child (EOF on stdin, then kill its whole session) and reap it."""
