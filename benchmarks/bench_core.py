@@ -261,6 +261,12 @@ def bench_sept25() -> None:
     print(result.line("<= 1.3x"))
 
 
+#: Pairs of the 1,000-machine world: 7 read 1.26x-1.50x medians in one hour at load 6-8,
+#: the model's larger working set (its looks hold Fly-shaped events) suffering more from the
+#: other users' cache pressure in some pairs than in others; 15 pairs, about a minute.
+LARGE_PAIRS = 15
+
+
 def bench_large() -> None:
     """1,000 machines crash-looping for 600 simulated seconds, a check polling them."""
     sc = scenarios.load(
@@ -275,8 +281,8 @@ def bench_large() -> None:
     result = run(sc, 1, check)
     assert len(result.looks) >= 59, "the check must poll the whole horizon"
     pairs = paired(lambda seed: run(sc, seed, check),
-                   gc_paused_too(lambda seed: bare_world(sc, seed)), 1, 7)
-    print("1,000 machines crash-looping 600 s, a check looking every 10 s (7 pairs):")
+                   gc_paused_too(lambda seed: bare_world(sc, seed)), 1, LARGE_PAIRS)
+    print(f"1,000 machines crash-looping 600 s, a check looking every 10 s ({LARGE_PAIRS} pairs):")
     print(f"  full model   {pairs.a_s:8.2f} s/scenario")
     print(f"  bare SimPy   {pairs.b_s:8.2f} s/scenario")
     print(pairs.line("<= 1.2x"))
