@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from platform_testbed.sim.checkcmd.check import CommandCheck
-from platform_testbed.sim.checkcmd.child import Child, descendants
+from platform_testbed.sim.checkcmd.child import descendants
 
 #: A check that starts a grandchild in a session of its own, then answers slowly for ever.
 SLOW_WITH_GRANDCHILD = """import json, os, subprocess, sys, time
@@ -92,44 +91,3 @@ def test_descendants_lists_a_child_that_called_setsid(tmp_path: Path) -> None:
             os.kill(pid, signal.SIGKILL)
         parent.kill()
         parent.wait()
-
-
-ANSWERS_WAIT = """import json, sys
-for line in sys.stdin:
-    print(json.dumps({"wait": 1}), flush=True)
-"""
-
-
-@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="needs pthread_sigmask")
-def test_a_check_cut_short_drops_its_child_even_if_an_alarm_lands_in_the_cleanup(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The driver's alarm repeats every 50 ms after a look ran over; one landing inside the
-    cleanup kept a child with a closed stdin for the next run (EBADF under load). The
-    cleanup runs with SIGALRM blocked, and the next run gets a new child."""
-    (tmp_path / "answers.py").write_text(ANSWERS_WAIT)
-    blocked_in_close: list[bool] = []
-    real_close = Child.close
-
-    def close(self: Child, grace_s: float) -> None:
-        blocked_in_close.append(signal.SIGALRM in signal.pthread_sigmask(signal.SIG_BLOCK, []))
-        real_close(self, grace_s)
-
-    monkeypatch.setattr(Child, "close", close)
-    with CommandCheck([sys.executable, str(tmp_path / "answers.py")]) as check:
-        check.next(0, [])
-        first = check.pid
-        real_exchange = Child.exchange
-
-        def cut(self: Child, line: str, timeout_s: float) -> str:
-            raise KeyboardInterrupt  # stands for the alarm's Overtime, raised mid-exchange
-
-        monkeypatch.setattr(Child, "exchange", cut)
-        with pytest.raises(KeyboardInterrupt):
-            check.next(1, [])
-        assert check.pid is None  # the cut child is gone, not kept for the next run
-        monkeypatch.setattr(Child, "exchange", real_exchange)
-        check.next(2, [])  # a new run: a new child, answering
-        assert check.pid not in (None, first)
-    assert blocked_in_close[:1] == [True]
-    assert signal.SIGALRM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # unblocked after

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import signal
-import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -178,20 +176,12 @@ class CommandCheck:
         return self._incremental
 
     def _stop(self, grace_s: float) -> None:
+        # Let go of the child first: the driver's limit raises again every 50 ms until the
+        # cut call returns, and a second raise inside close() once left this check holding
+        # a half-closed child, whose closed pipes the next run read (EBADF).
         child, self._child = self._child, None
-        if child is None:
-            return
-        # The driver's alarm repeats every 50 ms once a look ran over (sim.runtime.signals):
-        # an alarm inside close() cut the cleanup short and kept a child whose stdin was
-        # closed for the next run (EBADF, seen under load). Blocked here, it is delivered
-        # once the child is gone; where signals cannot be blocked (not the main thread)
-        # no alarm is in use either.
-        blocked = _block_alarm()
-        try:
+        if child is not None:
             child.close(grace_s)
-        finally:
-            if blocked:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
 
     def close(self) -> None:
         """Stop the child (EOF on stdin, then kill its whole session) and reap it."""
@@ -208,13 +198,6 @@ class CommandCheck:
 
     def __repr__(self) -> str:
         return f"CommandCheck({shlex.join(self.argv)!r}, name={self.name!r})"
-
-
-def _block_alarm() -> bool:
-    """Block SIGALRM in this thread if it can be (the main thread of a POSIX process)."""
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
-        return False
-    return signal.SIGALRM not in signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
 
 
 def _differ(a: Look, b: Look) -> bool:

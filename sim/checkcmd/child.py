@@ -133,13 +133,39 @@ def _reap(orphans: Sequence[int], others: Sequence[int]) -> None:
             time.sleep(0.001)
 
 
+#: Signals whose Python handlers raise (the driver's limit, Ctrl-C, SIGTERM, SIGHUP): held
+#: while a child is killed, and delivered as soon as it is done.
+_HELD = frozenset({signal.SIGALRM, signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold ``_HELD`` in this thread for the block: a kill cut halfway leaves processes.
+
+    The driver's limit (``sim.runtime.signals.under_alarm``) raises every 50 ms until the
+    cut call returns, and on a loaded machine the kill (``/proc`` scans, reaping) takes
+    longer than that. Held, the signal is only pending; it is raised right after the block.
+    """
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 def _kill(proc: subprocess.Popen[bytes], seen: list[int], mark: str = "") -> None:
     """Kill the child, everything in its session and everything below it; reap the child.
 
     ``seen``: processes found below the child earlier (``Child.close`` looks before it lets
     the child exit: an orphan is no longer below it). ``mark``: the child's ``MARK_ENV``,
-    by which the orphans this process adopted from it are found.
+    by which the orphans this process adopted from it are found. Signals that raise wait
+    until it is done (``_signals_held``).
     """
+    with _signals_held():
+        _kill_now(proc, seen, mark)
+
+
+def _kill_now(proc: subprocess.Popen[bytes], seen: list[int], mark: str) -> None:
     below = [*seen, *(descendants(proc.pid) if proc.poll() is None else [])]
     orphans = adopted(mark) if mark else []
     below += [p for o in orphans for p in descendants(o)] + orphans
@@ -315,11 +341,12 @@ class Child:
         """End the child: EOF on its stdin, a moment to exit, then kill what is left."""
         if not self.finalizer.alive:
             return
-        if self.proc.poll() is None:  # looked at now: once the child exits, they are orphans
-            self.below[:] = descendants(self.proc.pid)
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            with contextlib.suppress(BrokenPipeError):
-                self.proc.stdin.close()
+        with _signals_held():  # a scan cut halfway would miss what the kill must reach
+            if self.proc.poll() is None:  # looked at now: once the child exits, they are orphans
+                self.below[:] = descendants(self.proc.pid)
+            if self.proc.stdin is not None and not self.proc.stdin.closed:
+                with contextlib.suppress(BrokenPipeError):
+                    self.proc.stdin.close()
         if grace_s > 0:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=grace_s)
