@@ -2,7 +2,7 @@
 
 Prints the wall time, the rate (worlds per second), the peak memory of the whole process
 tree (the command, its forkserver and its workers: their resident sets summed, sampled
-every 0.2 s from /proc) and the load average before and after, so a figure read on a
+every 0.5 s from /proc) and the load average before and after, so a figure read on a
 busy machine says so. ``--sweep NAME`` times another sweep the same way (a quick check:
 ``--sweep crash_period_vs_look_delay``); ``--workers N`` as the command takes it.
 
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE_S = 0.2
+SAMPLE_S = 0.5
 
 
 def _children() -> dict[int, list[int]]:
@@ -55,6 +55,15 @@ def _memory_kib(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
+def cpu_s(pid: int) -> float:
+    """The user + system CPU seconds ``pid`` itself has used (not its children's)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def tree_memory_kib(root: int) -> tuple[int, int]:
     """RSS and PSS of ``root`` and all its descendants, each summed (KiB)."""
     tree = _children()
@@ -83,12 +92,14 @@ def main() -> None:
         began = time.perf_counter()
         child = subprocess.Popen(command, stdout=subprocess.PIPE, cwd=ROOT)
         peak = [0, 0]
+        parent_cpu = [0.0]  # the command's own CPU (its workers' is not in it)
         stop = threading.Event()
 
         def sample() -> None:
             while not stop.wait(SAMPLE_S):
                 rss, pss = tree_memory_kib(child.pid)
                 peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
+                parent_cpu[0] = max(parent_cpu[0], cpu_s(child.pid))
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
@@ -106,6 +117,8 @@ def main() -> None:
     print(f"  rate         {worlds / wall:,.0f} worlds/s  (goal: 1,000,000 in < 300 s)")
     print(f"  peak memory  {peak[1] / 1024:.1f} MiB PSS, {peak[0] / 1024:.1f} MiB RSS summed, "
           f"for the process tree, sampled every {SAMPLE_S} s  (goal < 300 MB)")
+    print(f"  parent CPU   {parent_cpu[0]:.1f} s (the command's own, last sampled; the "
+          "workers' is not in it)")
     print(f"  load average {before[0]:.2f} before, {after[0]:.2f} after")
     print(f"  summary      {output.decode().strip()[:160]}...")
 

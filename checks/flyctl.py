@@ -213,8 +213,8 @@ class FlyctlSmokeCheck:
        by the deploy and is never skipped (``origMachineRaw == nil``; standbys not modelled).
     2. **Wait for a settled state.** ``plan.go`` ``updateMachineWChecks`` calls
        ``waitForMachineState(ctx, lm, ["stopped", "started", "suspended"], md.waitTimeout)``
-       (5 min, ``machines.go`` ``DefaultWaitTimeout``); a timeout ends the deploy here (its
-       retry is not modelled, see below). Each state is a flaps long poll
+       (5 min, ``machines.go`` ``DefaultWaitTimeout``), counted from the machine's own update;
+       a timeout fails the deploy (retried under 7.; not with ``at-publish``). Each state is a flaps long poll
        (``leasable_machine.go`` ``WaitForState``; fly-go ``flaps_machines_wait.go``:
        server side, clamped to 1-60 s, retried on 408), so with ``wait_reading =
        "long-poll"`` a state entered at any moment counts, judged from the event list

@@ -381,7 +381,8 @@ def decide(kind: str, machines: Sequence[History], publish_ms: int, cap: int, *,
 #    (``"sampled"``: the state as read at a look) is the earlier port's. plan.go notices a
 #    finished poll only at its 1 s ticks (l.791-807), counted from the publish, so the
 #    flow goes on at the first tick at or after the entry. No entry by the 5-minute
-#    timeout: a wait timeout (a recoverable error; the retries are not modelled).
+#    timeout: a wait timeout (recoverable: ``decide_flyctl_rollout`` below retries it;
+#    this at-publish flow, a driver's that cannot update, does not).
 # 3. ``warnAboutIncorrectListenAddress`` (l.1316-1383), for the first launched machine of
 #    the process group to get there only: it returns at once when the machine is
 #    listening, otherwise after ``listen_wait_s``. Not public, assumed as

@@ -17,9 +17,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.parametrize("name", sorted(scenario.shipped()))
 def test_replay_of_a_recording_gives_the_live_verdicts(name, tmp_path, capsys):
-    """Every built-in check, replayed from the simulator's recording, decides as it did live."""
+    """Every built-in check, replayed from the simulator's recording, decides as it did live.
+
+    flyctl-smoke with every machine updated at the publish (``rollout=at-publish``): a
+    recording holds looks, not a deploying run's updates, so replay reads it that way
+    (docs/check-protocol.md "Checks that deploy"); its jitter seed is the recorded one.
+    """
     looks = tmp_path / "looks.jsonl"
-    assert main(["compare", name, "--runs", "2", "--json", "--record", str(looks)]) in (0, 1)
+    assert main(["compare", name, "--runs", "2", "--json", "--record", str(looks),
+                 "--check-opt", "flyctl-smoke.rollout=at-publish"]) in (0, 1)
     live = json.loads(capsys.readouterr().out)
     assert main(["replay", str(looks), "--json"]) == 0
     replayed = json.loads(capsys.readouterr().out)["results"]
