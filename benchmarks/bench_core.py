@@ -267,9 +267,9 @@ def bench_sept25() -> None:
 LARGE_PAIRS = 15
 
 
-def bench_large() -> None:
-    """1,000 machines crash-looping for 600 simulated seconds, a check polling them."""
-    sc = scenarios.load(
+def large_world() -> Scenario:
+    """The 1,000-machine world ``bench_large`` measures."""
+    return scenarios.load(
         "sept25-crash-loop",
         ["release.machines=1000", "platform.restart_policy='always'", "horizon_s=630",
          "reconciler.interval_s=100000",
@@ -277,6 +277,11 @@ def bench_large() -> None:
          "platform.restart_delay_s=0.3", "platform.boot_s=0.4", "platform.events='minimal'",
          "check.look_delay_s=10"],
     )
+
+
+def bench_large() -> None:
+    """1,000 machines crash-looping for 600 simulated seconds, a check polling them."""
+    sc = large_world()
     check = KeepLooking(sc.check.look_delay_s)
     result = run(sc, 1, check)
     assert len(result.looks) >= 59, "the check must poll the whole horizon"

@@ -36,7 +36,7 @@ from platform_testbed.checks import BUILTIN_CHECKS, Look, make_check
 from platform_testbed.checks.protocol import Check, Step
 from platform_testbed.sim.config import scenario as scenarios
 from platform_testbed.sim.publish.gcpause import gc_paused
-from platform_testbed.sim.publish.world import run_checks
+from platform_testbed.sim.publish.world import run, run_checks
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import bare_world, load_average
@@ -139,5 +139,21 @@ def main(rounds: int = 3) -> None:
     print(f"  {load_average()} at end")
 
 
+def one_world(which: str) -> None:
+    """Run one 1,000-machine world of ``bench_core.py large`` (``model``, ``twin``) or none
+    (``none``: imports only), for an instruction count under valgrind (benchmarks/README.md)."""
+    from bench_core import KeepLooking, large_world  # noqa: PLC0415
+
+    sc = large_world()
+    if which == "model":
+        run(sc, 1, KeepLooking(sc.check.look_delay_s))
+    elif which == "twin":
+        with gc_paused():
+            bare_world(sc, 1)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["one"]:
+        one_world(sys.argv[2])
+    else:
+        main()
