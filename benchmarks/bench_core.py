@@ -22,36 +22,52 @@ collector for the run (``sim.publish.gcpause.gc_paused``); every twin here runs 
 paused the same way, so the collector is no part of any ratio.
 
 A sweep world with its checks: a world of the shipped 10,000-point sweep as the sweep runs
-it (``sim.sweep.units``: the point validated, its checks, every check in the world, the
-rows), against the bare twin of the same world driving the same check objects (the
-machines' events as the checks' ``Event``, a ``Look`` of every machine at each check's
-own waits, each check's ``next`` called directly, until every check has decided).
+it (``sim.sweep.units.unit_rows``: the point's scenario and checks built, the checks riding
+shared worlds until one decides, the pipeline's step after each verdict, the oracle when no
+world proved the release bad, each world's traffic tallied, the rows), against its bare
+twin doing the same work (``bare_sweep_world``): the twin does what the row reports, no
+less and no more. It builds the point's scenario and check objects with the same calls the
+sweep makes (input, identical on both sides, about 60-100 us of a ~450 us world), then
+plain SimPy and NumPy, no model code: the previous release launched and the roll, the
+machines' crash loops writing the profile's events, the site's timeline, each check's
+``next`` called directly, the first verdict acting (go live and the reconciler's passes
+to its late failure, or the rollback restoring the previous release), checks that decided
+otherwise riding a new world of the same seed that replays their waits, the oracle run to
+the first crash, the traffic's Poisson draw, the rows. Before the timing, every timed
+world is run on both sides untimed: the twin's rows (verdicts, decided times, rollback,
+late failure, ground truth, every count) must equal the model's, and the SimPy events the
+two process must be the same number, or the bench stops. The twin covers only this
+sweep's features (``twin_covers`` refuses any other world).
 """
 
 from __future__ import annotations
 
 import gc
+import heapq
 import os
 import random
 import statistics
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
 import simpy
 
 from platform_testbed.checks import Event, Look, MachineSnapshot, Step, Verdict, Wait, make_check
 from platform_testbed.checks.protocol import Check
+from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config import scenario as scenarios
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.publish.gcpause import gc_paused
 from platform_testbed.sim.publish.world import run
 from platform_testbed.sim.sweep import SweepResult, load_sweep, run_sweep
-from platform_testbed.sim.sweep.file import Sweep
+from platform_testbed.sim.sweep.file import Sweep, validation_env
 from platform_testbed.sim.sweep.units import unit_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,73 +131,422 @@ class KeepLooking:
         return Wait(self.look_delay_s if looks else 0.0)
 
 
-def bare_checks_world(sc: Scenario, seed: int, checks: Sequence[Check]) -> int:
-    """The bare SimPy twin of a world driving ``checks``: each machine crash-loops as in
-    ``bare_world``, writing the checks' ``Event``s; each check is a SimPy process that
-    calls its ``next`` with the looks so far, waits what it asks and takes a ``Look`` of
-    every machine. Ends when every check has decided; returns the looks taken."""
-    env = simpy.Environment()
-    root = random.Random(seed)
-    rules, app = sc.platform, sc.release
-    rngs = [random.Random(root.getrandbits(64)) for _ in range(app.machines)]
-    logs: list[deque[Event]] = [deque(maxlen=rules.event_log_cap) for _ in rngs]
-    states = ["created"] * len(rngs)
-    epoch = rules.epoch_ms
-    publish_ms = sc.publish_started_ms
-    ids = [f"m{i}" for i in range(len(rngs))]
-    image = app.image
+#: ``Philox`` re-keyed per draw, as ``sim.platform.traffic`` draws (making a NumPy bit
+#: generator per world costs more than the draw): the twin's traffic costs what a plain
+#: NumPy program that knew the trick would pay, no more.
+_PHILOX = np.random.Philox(key=0)
+_TRAFFIC = np.random.Generator(_PHILOX)
+_STOPPED_EXIT = (0, False, True, False, 0)  # a requested stop: the update's, the rollback's
 
-    def ms() -> int:
-        return epoch + round(env.now * 1000)
 
-    def machine(i: int, rng: random.Random, log: deque[Event]) -> Generator[Any, Any, None]:
-        yield env.timeout(sc.publish.at_s)
-        jitter = rules.jitter
-        restarts = 0
+def _bare_requests(seed: int, rps: float, lengths: list[float]) -> list[int]:
+    """Poisson requests over the segments (total Poisson, split multinomially), as the model."""
+    total = float(sum(x for x in lengths if x > 0))
+    if rps <= 0 or total <= 0:
+        return [0] * len(lengths)
+    key = seed & (2**128 - 1)
+    state: dict[str, Any] = {
+        "bit_generator": "Philox",
+        "state": {"counter": [0, 0, 0, 0], "key": [key & (2**64 - 1), key >> 64]},
+        "buffer": [0, 0, 0, 0], "buffer_pos": 4, "has_uint32": 0, "uinteger": 0,
+    }
+    _PHILOX.state = cast(Any, state)  # numpy types it as arrays; lists work
+    requests = int(_TRAFFIC.poisson(rps * total))
+    if len(lengths) == 1:
+        return [requests]
+    counts: list[int] = _TRAFFIC.multinomial(requests, [max(x, 0.0) / total for x in lengths]).tolist()
+    return counts
+
+
+class _BareRider:
+    """One check across the twin's worlds of a seed: what it asked, and what it decided."""
+
+    def __init__(self, check: Check) -> None:
+        self.check = check
+        self.waits: list[float] = []
+        self.looks: list[Look] = []
+        self.done = False
+        self.verdict: Verdict | None = None
+        self.decided_at = 0.0
+
+
+class _BareWorld:
+    """One world of the sweep's scenario in plain SimPy: the previous release, the roll, the
+    machines' crash loops with their events, the site's timeline, the checks riding it until
+    one decides, then what the pipeline does with that verdict (go live and the reconciler's
+    passes, or the rollback), as ``sim.publish.world`` does for this scenario's features."""
+
+    def __init__(self, sc: Scenario, seed: int, riders: Sequence[_BareRider] = ()) -> None:
+        self.sc = sc
+        self.env = simpy.Environment()
+        root = random.Random(seed)
+        rules = sc.platform
+        n = sc.release.machines
+        self.rngs = [random.Random(root.getrandbits(64)) for _ in range(n)]
+        self.traffic_seed = root.getrandbits(64)
+        root.getrandbits(64)  # the proxy's stream: drawn, unused without autostart
+        width = len(str(n))
+        self.ids = [f"m{i:0{width}d}" for i in range(1, n + 1)]
+        self.states = ["created"] * n
+        self.logs: list[deque[Event]] = [deque(maxlen=rules.event_log_cap) for _ in range(n)]
+        self.images = [""] * n
+        self.pending: list[simpy.Timeout | None] = [None] * n
+        self.starts = [0] * n
+        self.budgets = [[0, 0.0, False] for _ in range(n)]  # used, opened, spent
+        self.crashes: list[list[tuple[float, str]]] = [[] for _ in range(n)]
+        self.live: str | None = "previous"
+        self.up = 0
+        self.segments: list[tuple[float, str]] = [(0.0, "bad_gateway")]
+        self.at = sc.publish.at_s
+        self.epoch = rules.epoch_ms
+        self.pre_deploy: dict[str, str] | None = None
+        self.riders = list(riders)
+        self.members: list[_BareRider] = []
+        self.away: list[_BareRider] = []
+        self.gone: set[int] = set()
+        self.acting: tuple[bool, bool] | None = None
+        self.looks_due: dict[int, tuple[_BareRider, int]] = {}
+        self.diverged = False
+        self.proved_bad = False
+        self.rollback: str | None = None
+        self.late_failure_at_s: float | None = None
+        self.first_crash: simpy.Event | None = None
+
+    # -- the machines ----------------------------------------------------------------
+    def ms(self) -> int:
+        return self.epoch + round(self.env.now * 1000)
+
+    def write(self, i: int, kind: str, status: str, source: str = "flyd",
+              exit_fields: tuple[int | None, bool, bool, bool, int] | None = None) -> None:
+        stamp = self.ms()
+        self.logs[i].append(Event(kind, status, stamp, source, *exit_fields) if exit_fields
+                            else Event(kind, status, stamp, source))
+
+    def enter(self, i: int, state: str) -> None:
+        was, self.states[i] = self.states[i], state
+        up = state == "started"
+        if up is not (was == "started"):
+            self.up += 1 if up else -1
+            if self.up == up:
+                self.site_changed()
+
+    def site_changed(self) -> None:
+        outcome = ("not_found" if self.live is None else "served" if self.up else "bad_gateway")
+        if outcome != self.segments[-1][1]:
+            self.segments.append((self.env.now, outcome))
+
+    def after(self, i: int, delay: float, step: Callable[[int], None]) -> None:
+        timeout = self.env.timeout(delay)
+        timeout.callbacks.append(lambda _: step(i))
+        self.pending[i] = timeout
+
+    def begin(self, i: int, image: str) -> None:
+        self.images[i] = image
+        self.starts[i] = 0
+        self.enter(i, "starting")
+        self.boot(i)
+
+    def boot(self, i: int) -> None:
+        jitter = self.sc.platform.jitter
+        drawn = self.rngs[i].random() if jitter else 0.0
+        self.after(i, self.sc.platform.boot_s * (1.0 + (-jitter + 2 * jitter * drawn)),
+                   self.started)
+
+    def started(self, i: int) -> None:
+        self.pending[i] = None
+        self.starts[i] += 1
+        self.write(i, "start", "started")
+        self.enter(i, "started")
+        if self.images[i] == "previous":
+            return  # the previous release is healthy: it stays up
+        jitter = self.sc.platform.jitter
+        crash_after = self.sc.release.crash_after_s
+        self.after(i, crash_after * (1.0 + (-jitter + 2 * jitter * self.rngs[i].random())),
+                   self.exited)
+
+    def exited(self, i: int) -> None:
+        self.pending[i] = None
+        rules, now = self.sc.platform, self.env.now
+        self.crashes[i].append((now, self.images[i]))
+        budget = self.budgets[i]
+        restarting = False
+        if not budget[2]:  # on-failure, a fixed window opened at its first restart
+            if budget[0] and now - budget[1] >= rules.retry_window_s:
+                budget[0] = 0
+            if not budget[0]:
+                budget[1] = now
+            if budget[0] >= rules.max_retries:
+                budget[2] = True
+            else:
+                budget[0] += 1
+                restarting = True
+        self.write(i, "exit", "stopped", exit_fields=(
+            self.sc.release.exit_code, False, False, restarting, self.starts[i] - 1))
+        self.enter(i, "stopped")
+        if (self.first_crash is not None and not self.first_crash.triggered
+                and now >= self.at and self.images[i] == "release"):
+            self.first_crash.succeed()
+        if restarting:
+            self.after(i, rules.restart_delay_s, self.restarted)
+
+    def restarted(self, i: int) -> None:
+        self.pending[i] = None
+        self.write(i, "restart", "starting")
+        self.enter(i, "starting")
+        self.boot(i)
+
+    def update(self, i: int, image: str) -> None:
+        self.write(i, "update", "replacing", "user")
+        pending = self.pending[i]
+        if pending is not None:
+            pending.callbacks = []
+            self.pending[i] = None
+        if self.states[i] in ("starting", "started"):
+            self.write(i, "exit", "stopped", exit_fields=_STOPPED_EXIT)
+            self.enter(i, "stopped")
+        self.budgets[i] = [0, 0.0, False]
+        self.begin(i, image)
+
+    # -- the publish, the checks and the pipeline --------------------------------------
+    def publish(self) -> Generator[Any, Any, None]:
+        publish = self.env.timeout(self.at)
+        for i in range(len(self.ids)):
+            self.write(i, "launch", "created", "user")
+            self.begin(i, "previous")
+        yield publish
+        self.pre_deploy = {m: s for m, s in zip(self.ids, self.states, strict=True)
+                           if s != "created"} or None
+        for i in range(len(self.ids)):
+            self.update(i, "release")
+        for rider in self.riders:
+            if id(rider) not in self.gone:
+                self.ride(rider, -1)
+
+    def look(self) -> Look:
+        at = self.ms()
+        return Look(at, tuple(
+            MachineSnapshot(self.ids[i], self.states[i], self.images[i] and self.image_ref(i),
+                            tuple(reversed(log)), at)
+            for i, log in enumerate(self.logs)), self.pre_deploy)
+
+    def image_ref(self, i: int) -> str:
+        sc = self.sc
+        assert sc.previous is not None
+        return sc.release.image if self.images[i] == "release" else sc.previous.image
+
+    def reply(self, rider: _BareRider, k: int) -> float | None:
+        if k + 1 < len(rider.waits):
+            return rider.waits[k + 1]
+        if rider.done:
+            return None
+        if k >= 0:
+            rider.looks.append(self.look())
+        step = rider.check.next(self.sc.publish_started_ms, rider.looks)
+        if isinstance(step, Wait):
+            rider.waits.append(step.seconds)
+            return step.seconds
+        assert isinstance(step, Verdict)
+        rider.verdict, rider.decided_at, rider.done = step, self.env.now, True
+        return None
+
+    def ride(self, rider: _BareRider, k: int) -> None:
         while True:
-            states[i] = "starting"
-            yield env.timeout(rules.boot_s * (1.0 + rng.uniform(-jitter, jitter)))
-            states[i] = "started"
-            log.append(Event("start", "started", ms()))
-            yield env.timeout(app.crash_after_s * (1.0 + rng.uniform(-jitter, jitter)))
-            restarting = rules.restart_policy == "always" or (
-                rules.restart_policy == "on-failure" and restarts < rules.max_retries
-            )
-            log.append(Event("exit", "stopped", ms(), exit_code=app.exit_code,
-                             restarting=restarting, restart_count=restarts))
-            states[i] = "stopped"
-            if not restarting:
+            wait = self.reply(rider, k)
+            if wait is None:
+                self.decided(rider)
                 return
-            restarts += 1
-            yield env.timeout(rules.restart_delay_s)
+            k += 1
+            if wait:
+                if self.acting is not None:
+                    self.leave(rider)
+                    return
+                timeout = self.env.timeout(wait)
+                timeout.callbacks.append(self.due)
+                self.looks_due[id(timeout)] = (rider, k)
+                return
 
-    taken = [0]
-    left = [len(checks)]
-    done = env.event()
+    def due(self, event: simpy.events.Event) -> None:
+        rider, k = self.looks_due.pop(id(event))
+        if id(rider) not in self.gone:
+            self.ride(rider, k)
 
-    def driver(check: Check) -> Generator[Any, Any, None]:
-        yield env.timeout(sc.publish.at_s)
-        looks: list[Look] = []
+    def leave(self, rider: _BareRider) -> None:
+        if id(rider) not in self.gone:
+            self.gone.add(id(rider))
+            self.away.append(rider)
+
+    def decided(self, rider: _BareRider) -> None:
+        assert rider.verdict is not None
+        action = (rider.verdict.ok, bool(getattr(rider.check, "rolls_back", True)))
+        if self.acting is not None:
+            if action == self.acting:
+                self.members.append(rider)
+                self.gone.add(id(rider))
+            else:
+                self.leave(rider)
+            return
+        self.acting = action
+        self.members = [rider]
+        self.gone.add(id(rider))
+        # Riders whose look is the very next event of this instant look before the verdict
+        # acts (SimPy's queue front, as ``sim.publish.world._Shared`` reads it).
+        queue, env = self.env._queue, self.env
+        while queue and queue[0][0] == env.now and id(queue[0][3]) in self.looks_due:
+            other, k = self.looks_due.pop(id(heapq.heappop(queue)[3]))
+            if id(other) not in self.gone:
+                self.ride(other, k)
+        for other in self.riders:
+            if other not in self.members:
+                self.leave(other)
+        if action[0]:
+            self.live = "release"
+            self.site_changed()
+            self.env.process(self.reconciler())
+            return
+        self.proved_bad = self.release_crashed()
+        self.diverged = True  # restore: every machine back on the previous release
+        for i in range(len(self.ids)):
+            self.update(i, "previous")
+        self.rollback = "restored"
+
+    def reconciler(self) -> Generator[Any, Any, None]:
+        env, interval = self.env, self.sc.reconciler.interval_s
+        seen = [len(c) for c in self.crashes]
         while True:
-            step = check.next(publish_ms, looks)
-            if not isinstance(step, Wait):
-                break
-            yield env.timeout(step.seconds)
-            at = ms()
-            looks.append(Look(at, tuple(
-                MachineSnapshot(ids[i], states[i], image, tuple(reversed(log)), at)
-                for i, log in enumerate(logs))))
-            taken[0] += 1
-        left[0] -= 1
-        if not left[0]:
-            done.succeed()
+            yield env.timeout(interval - env.now % interval)
+            crashed = any(len(c) > n for c, n in zip(self.crashes, seen, strict=True))
+            seen = [len(c) for c in self.crashes]
+            if crashed or any(s in ("stopped", "failed", "destroyed") for s in self.states):
+                self.live = None
+                self.site_changed()
+                self.late_failure_at_s = env.now - self.at
+                stop = env.event()  # settled: nothing later changes the rows
+                stop.callbacks.append(simpy.core.StopSimulation.callback)
+                stop.succeed()
+                return
 
-    for i, (rng, log) in enumerate(zip(rngs, logs, strict=True)):
-        env.process(machine(i, rng, log))
-    for check in checks:
-        env.process(driver(check))
-    env.run(until=simpy.AnyOf(env, [done, env.timeout(sc.horizon_s)]))
-    return taken[0]
+    def release_crashed(self) -> bool:
+        return any(t >= self.at and image == "release" for c in self.crashes for t, image in c)
+
+    def run(self) -> None:
+        self.env.process(self.publish())
+        self.env.run(until=self.sc.horizon_s)
+        if not self.diverged:
+            self.proved_bad = self.release_crashed()
+        if self.acting is None:
+            self.members = [r for r in self.riders if id(r) not in self.gone]
+        self.away.sort(key=self.riders.index)
+
+    def oracle(self) -> bool:
+        """The ground truth as the model takes it: no check, to the first release crash."""
+        env = self.env
+        self.first_crash = env.event()
+        env.process(self.publish())
+        env.run(until=env.any_of([self.first_crash, env.timeout(self.sc.horizon_s)]))
+        return self.release_crashed()
+
+    def tally(self) -> tuple[int, int, int, int, float]:
+        """requests, served, not_found, bad_gateway, down_s from the publish to the horizon."""
+        start, end = self.at, self.sc.horizon_s
+        time_in = {"served": 0.0, "not_found": 0.0, "bad_gateway": 0.0}
+        down = 0.0
+        seen_live = False
+        ends = [b for b, _ in self.segments[1:]] + [end]
+        for (begin, outcome), finish in zip(self.segments, ends, strict=True):
+            seen_live = seen_live or outcome != "not_found"
+            lo, hi = max(begin, start), min(finish, end)
+            if hi > lo:
+                time_in[outcome] += hi - lo
+                if outcome == "not_found" and seen_live:
+                    down += hi - lo
+        served, not_found, bad_gateway = _bare_requests(
+            self.traffic_seed, self.sc.traffic.rps, list(time_in.values()))
+        return served + not_found + bad_gateway, served, not_found, bad_gateway, round(down, 3)
+
+
+def twin_covers(sc: Scenario) -> None:
+    """Refuse a world with a feature the twin does not simulate (it would not be a twin)."""
+    rules, before = sc.platform, sc.previous
+    covered = {
+        "a healthy previous release, awake": before is not None and before.behavior == "healthy"
+        and not before.asleep,
+        "a crash_after release": sc.release.behavior == "crash_after",
+        "on-failure restarts, a fixed window": rules.restart_policy == "on-failure"
+        and rules.retry_window == "fixed",
+        "the fly-restart-start events": rules.events == "fly-restart-start",
+        "no restart counter": not rules.restart_counter,
+        "rollback restore": sc.publish.rollback == "restore",
+        "publish starts stopped machines": sc.publish.start_stopped,
+        "no autostart": not sc.traffic.autostart,
+    }
+    missing = [what for what, holds in covered.items() if not holds]
+    if missing:
+        raise ValueError(f"the bare twin simulates only {', '.join(missing)}")
+
+
+@contextmanager
+def counting_steps() -> Iterator[list[int]]:
+    """Count the SimPy events every environment processes meanwhile (``[n]``), model or twin."""
+    count = [0]
+    step = simpy.Environment.step
+
+    def counted(env: simpy.Environment) -> None:
+        count[0] += 1
+        step(env)
+
+    simpy.Environment.step = counted  # type: ignore[method-assign, assignment]
+    try:
+        yield count
+    finally:
+        simpy.Environment.step = step  # type: ignore[method-assign]
+
+
+def bare_sweep_world(sweep: Sweep, unit: int) -> list[dict[str, Any]]:
+    """The bare twin of one sweep world: its rows, as ``unit_rows([unit], sweep)`` gives them.
+
+    The point's scenario and check objects are built by the same calls the sweep makes
+    (``Sweep.scenario``, ``load_checks``): input, the same on both sides. The rest is
+    plain SimPy: the checks ride one world until one decides; its verdict acts; checks
+    that decided otherwise ride a new world of the same seed replaying their waits;
+    the oracle runs when no world proved the release bad; each world's traffic is tallied.
+    """
+    point, seed_index = divmod(unit, len(sweep.seeds))
+    seed = sweep.seeds[seed_index]
+    values = sweep.point(point)
+    sc = sweep.scenario(values, validation_env())
+    twin_covers(sc)
+    checks = load_checks(list(sweep.checks), sc.check)
+    riders = [_BareRider(c) for c in checks]
+    worlds: list[_BareWorld] = []
+    waiting = riders
+    with gc_paused():
+        while waiting:
+            world = _BareWorld(sc, seed, waiting)
+            world.run()
+            worlds.append(world)
+            waiting = world.away
+        bad = any(w.proved_bad for w in worlds) or _BareWorld(sc, seed).oracle()
+    head: dict[str, Any] = {"point": point, "seed": seed} | dict(zip(sweep.keys, values, strict=True))
+    rows: dict[int, dict[str, Any]] = {}
+    for world in worlds:
+        requests, served, not_found, bad_gateway, down_s = world.tally()
+        for rider in world.members:
+            verdict = rider.verdict
+            outcome = ("undecided" if verdict is None else "blind" if not verdict.judged
+                       else ("missed" if verdict.ok else "caught") if bad
+                       else ("passed" if verdict.ok else "false_alarm"))
+            rows[id(rider)] = head | {
+                "check": rider.check.name,
+                "verdict": None if verdict is None else ("pass" if verdict.ok else "fail"),
+                "outcome": outcome, "release_bad": bad,
+                "decided_at_s": None if verdict is None else round(rider.decided_at - world.at, 3),
+                "rollback": world.rollback,
+                "late_failure_at_s": None if world.late_failure_at_s is None
+                else round(world.late_failure_at_s, 3),
+                "down_s": down_s, "requests": requests, "served": served,
+                "not_found": not_found, "bad_gateway": bad_gateway, "error": None,
+            }
+    return [rows[id(r)] for r in riders]
 
 
 @dataclass(frozen=True)
@@ -301,29 +666,33 @@ def _sweep_worlds(sweep: Sweep, count: int) -> list[int]:
 
 
 def bench_sweep_world(pairs: int = 25, per_pair: int = 40) -> None:
-    """A sweep world with its checks (as the sweep runs it) vs the bare twin driving them."""
+    """A sweep world with its checks (as the sweep runs it) vs its bare twin's rows."""
     sweep = load_sweep(ROOT / "scenarios" / "sweeps" / "crash_period_vs_look_delay.toml")
     units = _sweep_worlds(sweep, pairs * per_pair)
-    worlds = {u: sweep.scenario(sweep.point(u // len(sweep.seeds))) for u in units}
-    checks = {u: [make_check(name, worlds[u].check.model_dump()) for name in sweep.checks]
-              for u in units}
+    # The two do the same work, provably: the twin's rows (verdicts, decided times,
+    # rollback, late failure, ground truth, traffic counts) equal the model's for every
+    # world the pairs time, checked before the timing.
+    # The SimPy events each side processes are counted too: equal, the same simulated work.
+    for unit in units:
+        with counting_steps() as model_events:
+            model_rows = unit_rows([unit], sweep)
+        with counting_steps() as twin_events:
+            twin_rows = bare_sweep_world(sweep, unit)
+        assert twin_rows == model_rows, f"unit {unit}: twin {twin_rows} != model {model_rows}"
+        assert twin_events == model_events, f"unit {unit}: {twin_events} != {model_events} events"
 
     def model(i: int) -> object:
         return unit_rows([units[i]], sweep)
 
     def twin(i: int) -> object:
-        unit = units[i]
-        seed = sweep.seeds[unit % len(sweep.seeds)]
-        with gc_paused():
-            return bare_checks_world(worlds[unit], seed, checks[unit])
+        return bare_sweep_world(sweep, units[i])
 
-    model(0)
     result = paired(model, twin, per_pair, pairs)
     print(f"a world of sweep {sweep.name} with its {len(sweep.checks)} checks, "
-          f"{pairs} pairs of {per_pair} random worlds:")
+          f"{pairs} pairs of {per_pair} random worlds (rows equal in all {len(units)}):")
     print(f"  sweep world  {result.a_s * 1e6:8.0f} us/world = {1 / result.a_s:,.0f} worlds/s "
-          "per core (point, checks, world, rows)")
-    print(f"  bare twin    {result.b_s * 1e6:8.0f} us/world (the same checks, driven bare)")
+          "per core (point, checks, worlds, oracle, traffic, rows)")
+    print(f"  bare twin    {result.b_s * 1e6:8.0f} us/world (the same work in plain SimPy)")
     print(result.line("<= 1.5x"))
 
 
