@@ -190,6 +190,9 @@ class _BareWorld:
         self.states = ["created"] * n
         self.logs: list[deque[Event]] = [deque(maxlen=rules.event_log_cap) for _ in range(n)]
         self.images = [""] * n
+        #: Each log newest first, as the last look built it (None: written since), as the
+        #: model's event log keeps its view: a look rebuilds only what changed.
+        self.views: list[tuple[Event, ...] | None] = [None] * n
         self.pending: list[simpy.Timeout | None] = [None] * n
         self.starts = [0] * n
         self.budgets = [[0, 0.0, False] for _ in range(n)]  # used, opened, spent
@@ -219,6 +222,7 @@ class _BareWorld:
     def write(self, i: int, kind: str, status: str, source: str = "flyd",
               exit_fields: tuple[int | None, bool, bool, bool, int] | None = None) -> None:
         stamp = self.ms()
+        self.views[i] = None
         self.logs[i].append(Event(kind, status, stamp, source, *exit_fields) if exit_fields
                             else Event(kind, status, stamp, source))
 
@@ -326,8 +330,14 @@ class _BareWorld:
         at = self.ms()
         return Look(at, tuple(
             MachineSnapshot(self.ids[i], self.states[i], self.images[i] and self.image_ref(i),
-                            tuple(reversed(log)), at)
-            for i, log in enumerate(self.logs)), self.pre_deploy)
+                            self.view(i), at)
+            for i in range(len(self.ids))), self.pre_deploy)
+
+    def view(self, i: int) -> tuple[Event, ...]:
+        view = self.views[i]
+        if view is None:
+            view = self.views[i] = tuple(reversed(self.logs[i]))
+        return view
 
     def image_ref(self, i: int) -> str:
         sc = self.sc
