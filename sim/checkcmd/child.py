@@ -126,9 +126,13 @@ def _reap(orphans: Sequence[int], others: Sequence[int]) -> None:
             if seen is None or seen[0] != me:
                 left.discard(pid)  # gone, or reaped by the child, or someone else's
             elif seen[1] == "Z":
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(pid, os.WNOHANG)
-                left.discard(pid)
+                # A multi-threaded process (node) shows Z while its other threads still
+                # exit, and waitpid cannot reap it yet (it answers 0): try again.
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                        left.discard(pid)
+                except ChildProcessError:
+                    left.discard(pid)
         if left:
             time.sleep(0.001)
 
