@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import sys
@@ -29,6 +28,7 @@ from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.cli.parser import main
 from platform_testbed.sim.config import scenario
 from platform_testbed.sim.publish.world import run
+from tests.procs import children as _children
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMESTAMP_JS = ROOT / "examples" / "checks" / "timestamp.js"
@@ -51,20 +51,6 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-def _children() -> list[int]:
-    """Process ids whose parent is this test process (zombies included)."""
-    mine = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid():
-                mine.append(int(entry.name))
-    return mine
 
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")

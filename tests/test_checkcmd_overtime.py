@@ -9,7 +9,6 @@ error (tests/test_hostile.py, about one run in three).
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -18,26 +17,13 @@ import pytest
 
 from platform_testbed.sim.checkcmd import CommandCheck, child
 from platform_testbed.sim.runtime.signals import Overtime, alarm_usable, under_alarm
+from tests.procs import children as _children
 
 SLOW = """import sys, time
 for line in sys.stdin:
     time.sleep(1.0)  # answers, but after the driver's limit
     print('{"wait": 1}', flush=True)
 """
-
-
-def _children() -> list[int]:
-    """Process ids whose parent is this test process (zombies included)."""
-    mine = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid():
-                mine.append(int(entry.name))
-    return mine
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")

@@ -10,7 +10,6 @@ per-answer timeout, and leave no child process behind.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
@@ -31,6 +30,7 @@ from platform_testbed.sim.checkcmd import CommandCheck, look_to_api, request_lin
 from platform_testbed.sim.cli.parser import main
 from platform_testbed.sim.config import scenario
 from platform_testbed.sim.publish.world import run
+from tests.procs import children as _children
 
 T0 = 1_758_790_830_000
 
@@ -65,20 +65,6 @@ def _echo(tmp_path: Path, mode: str = "full") -> tuple[list[str], Path]:
     script, log = tmp_path / "echo.py", tmp_path / f"requests-{mode}.jsonl"
     script.write_text(textwrap.dedent(ECHO))
     return [sys.executable, str(script), str(log), mode], log
-
-
-def _children() -> list[int]:
-    """Process ids whose parent is this test process (zombies included)."""
-    mine = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid():
-                mine.append(int(entry.name))
-    return mine
 
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")

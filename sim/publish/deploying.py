@@ -39,7 +39,7 @@ class Publishing(Protocol):
     error: str | None
     error_detail: str | None
 
-__all__ = ["Publishing", "drive_publish", "unknown_machines"]
+__all__ = ["Failing", "Publishing", "drive_publish", "record_failure", "unknown_machines"]
 
 
 def unknown_machines(step: Update, known: Sequence[str]) -> str | None:
@@ -80,9 +80,21 @@ def drive_publish(
     except StopIteration as done:
         verdict: Verdict = done.value
     except CheckFailed as failed:
-        world.error = str(failed)
-        cause = failed.__cause__
-        if cause is not None:
-            world.error_detail = "".join(traceback.format_exception(cause))
+        record_failure(world, failed)
         return
     conclude(verdict)
+
+
+class Failing(Protocol):
+    """Whatever keeps a run's error: a world, or a check riding a shared world."""
+
+    error: str | None
+    error_detail: str | None
+
+
+def record_failure(run: Failing, failed: CheckFailed) -> None:
+    """The run's ``error`` outcome: the message, and the check's own traceback (``--debug``)."""
+    run.error = str(failed)
+    cause = failed.__cause__
+    if cause is not None:
+        run.error_detail = "".join(traceback.format_exception(cause))

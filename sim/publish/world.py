@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import heapq
 import random
-import traceback
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -21,7 +20,7 @@ from platform_testbed.checks.protocol import prepare
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.platform.machine import Image, Machine
-from platform_testbed.sim.publish.deploying import drive_publish
+from platform_testbed.sim.publish.deploying import drive_publish, record_failure
 from platform_testbed.sim.publish.gcpause import gc_paused
 from platform_testbed.sim.publish.runresult import MachineTrace, RecordedLook, RunResult, Trace
 from platform_testbed.sim.publish.site import DOWN_STATES, Site, SiteTally
@@ -262,10 +261,7 @@ def _publish(
     except StopIteration as done:
         verdict: Verdict = done.value
     except CheckFailed as failed:
-        world.error = str(failed)
-        cause = failed.__cause__
-        if cause is not None:
-            world.error_detail = "".join(traceback.format_exception(cause))
+        record_failure(world, failed)
         return
     conclude(world, verdict, getattr(check, "rolls_back", True))
 
@@ -590,10 +586,7 @@ class _Rider:
             self.action = (self.verdict.ok, bool(getattr(self.check, "rolls_back", True)))
             return None
         except CheckFailed as failed:
-            self.error = str(failed)
-            cause = failed.__cause__
-            if cause is not None:
-                self.error_detail = "".join(traceback.format_exception(cause))
+            record_failure(self, failed)
             self.done = True
             return None
         self.waits.append(wait)
