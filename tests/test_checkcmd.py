@@ -28,6 +28,7 @@ from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.cli.parser import main
 from platform_testbed.sim.config import scenario
 from platform_testbed.sim.publish.world import run
+from tests.procs import RELAY
 from tests.procs import children as _children
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -368,26 +369,13 @@ def test_names_come_from_the_program_or_the_script_it_runs():
 
 # --- schemas ------------------------------------------------------------------------------
 
-RECORDS_EXCHANGE = """
-    import subprocess, sys
-    log = open(sys.argv[1], "a")
-    inner = subprocess.Popen(sys.argv[2:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    for line in sys.stdin:
-        inner.stdin.write(line)
-        inner.stdin.flush()
-        answer = inner.stdout.readline()
-        log.write(line.rstrip("\\n") + "\\n" + answer)
-        log.flush()
-        sys.stdout.write(answer)
-        sys.stdout.flush()
-"""
 
 
 @needs_node
 def test_real_requests_and_answers_validate_against_the_shipped_schemas(tmp_path):
     """Requests the adapter sent and answers the node check gave, logged in between, are valid."""
     log = tmp_path / "exchange.jsonl"
-    relay = _python_child(tmp_path, RECORDS_EXCHANGE, "relay.py")
+    relay = _python_child(tmp_path, RELAY, "relay.py")
     command = f"{relay} {shlex.quote(str(log))} {NODE_CHECK}"
     for name in ("sept25-crash-loop", "gives-up", "healthy-release"):
         loaded = scenario.load(name)

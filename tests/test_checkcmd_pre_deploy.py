@@ -30,6 +30,7 @@ from platform_testbed.sim.checkcmd import CommandCheck, look_to_api, request_lin
 from platform_testbed.sim.cli.parser import main
 from platform_testbed.sim.config import scenario
 from platform_testbed.sim.publish.world import run
+from tests.procs import RELAY
 from tests.procs import children as _children
 
 T0 = 1_758_790_830_000
@@ -197,21 +198,7 @@ def test_replay_of_an_undeclared_recording_sends_no_pre_deploy(
 # --- the documented exchange ----------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
-RELAY = """
-    import subprocess, sys
-    log = open(sys.argv[1], "a")
-    inner = subprocess.Popen(sys.argv[2:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    for line in sys.stdin:
-        inner.stdin.write(line)
-        inner.stdin.flush()
-        answer = inner.stdout.readline()
-        log.write(line.rstrip("\\n") + "\\n" + answer)
-        log.flush()
-        sys.stdout.write(answer)
-        sys.stdout.flush()
-    inner.stdin.close()
-    inner.wait()
-"""
+
 
 
 @needs_proc
