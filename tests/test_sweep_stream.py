@@ -9,7 +9,7 @@ import pytest
 
 from platform_testbed.sim.sweep import file as sweep_file
 from platform_testbed.sim.sweep.output import Tally, streaming_rows, summarise, write_rows
-from platform_testbed.sim.sweep.run import _InOrder, _Tasks, run_sweep
+from platform_testbed.sim.sweep.run import TASK_TARGET_S, _InOrder, _Tasks, run_sweep
 from platform_testbed.sim.sweep.units import Row
 
 
@@ -148,7 +148,7 @@ def test_rows_formatted_on_dask_are_the_bytes_written_whole(tmp_path: Path) -> N
 def test_tasks_cut_from_both_ends_cover_every_unit_once() -> None:
     """Tasks from the front and the back, resized as they go, give each unit exactly once."""
     order = _InOrder(None, None)
-    tasks = _Tasks(order, 1000, 7, adapt=True)
+    tasks = _Tasks(order, 1000, 7, TASK_TARGET_S)
     covered: list[int] = []
     step = 0
     while (task := (tasks.back() if step % 3 == 0 else tasks.front())) is not None:
