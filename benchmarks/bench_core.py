@@ -409,7 +409,7 @@ class _BareWorld:
         self.members = [rider]
         self.gone.add(id(rider))
         # Riders whose look is the very next event of this instant look before the verdict
-        # acts (SimPy's queue front, as ``sim.publish.world._Shared`` reads it).
+        # acts (SimPy's queue front, as ``sim.publish.sharing._Shared`` reads it).
         queue, env = self.env._queue, self.env
         while queue and queue[0][0] == env.now and id(queue[0][3]) in self.looks_due:
             other, k = self.looks_due.pop(id(heapq.heappop(queue)[3]))

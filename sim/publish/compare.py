@@ -17,7 +17,8 @@ from platform_testbed.checks.drive import check_name
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import CheckSetup
 from platform_testbed.sim.config.scenario import OUTCOMES, Outcome, Scenario
-from platform_testbed.sim.publish.world import RecordedLook, RunResult, ground_truth, run_checks
+from platform_testbed.sim.publish.sharing import run_checks
+from platform_testbed.sim.publish.world import RecordedLook, RunResult, ground_truth
 from platform_testbed.sim.runtime.frames import BOOL, FLOAT, INT, OUTCOME, TEXT, frame
 
 if TYPE_CHECKING:
