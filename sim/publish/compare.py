@@ -256,9 +256,11 @@ def _event_json(event: Event, publish_started_ms: int) -> dict[str, Any]:
 
 
 def look_json(recorded: RecordedLook, publish_started_ms: int) -> dict[str, Any]:
-    """A look as compact JSON: times in seconds after the publish began."""
-    return {
-        "at_s": (recorded.look.at_ms - publish_started_ms) / 1000,
+    """A look as compact JSON: times in seconds after the publish began; ``pre_deploy``
+    (each machine's state before the publish) when the look carried it, as a check saw it."""
+    look = recorded.look
+    data: dict[str, Any] = {
+        "at_s": (look.at_ms - publish_started_ms) / 1000,
         "machines": [
             {
                 "id": m.id,
@@ -267,9 +269,12 @@ def look_json(recorded: RecordedLook, publish_started_ms: int) -> dict[str, Any]
                 "dropped": dropped,
                 "events": [_event_json(e, publish_started_ms) for e in m.events],
             }
-            for m, dropped in zip(recorded.look.machines, recorded.dropped, strict=True)
+            for m, dropped in zip(look.machines, recorded.dropped, strict=True)
         ],
     }
+    if look.pre_deploy is not None:
+        data["pre_deploy"] = dict(look.pre_deploy)
+    return data
 
 
 def _round(value: float | None) -> float | None:
