@@ -10,7 +10,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Protocol
 
 from .failsafe import lost_machines
 from .flyrollout import MAX_UNAVAILABLE, Outcome, Rollout
@@ -92,6 +92,16 @@ def is_constantly_restarting(machine: MachineSnapshot) -> bool:
         # Go reads a missing exit code as 0.
         and (newest.exit_code or 0) != 0
     )
+
+
+class _Progress(Protocol):
+    """Per machine, how far flyctl's steps got (``_steps``): at-publish's, or the rollout's."""
+
+    opened: dict[str, float]  # when its smoke window opened
+    due: dict[str, float]  # when its next read is due
+    reads: dict[str, int]  # its reads so far
+    done: dict[str, Outcome]
+    listened: bool  # the one listen-address wait (first machine of the group) was taken
 
 
 class _Reads:
@@ -353,7 +363,7 @@ class FlyctlSmokeCheck:
                     continue  # updated after this look: judged from the next
                 machine = look.machine(mid)
                 assert machine is not None  # lost_machines ran first
-                outcome = self._pool_advance(r, machine, look)
+                outcome = self._steps(r, machine, look, r.wait_from[mid])
                 if outcome is None:
                     continue
                 if outcome == "crashing":
@@ -373,36 +383,45 @@ class FlyctlSmokeCheck:
             return self._passed(look, r.done, r.skipped, publish_started_ms)
         return None
 
-    def _pool_advance(self, r: Rollout, machine: MachineSnapshot, look: Look) -> str | None:
-        """One machine's ``updateMachineWChecks`` at this look: None, passed, crashing or timeout."""
+    def _steps(self, progress: _Progress, machine: MachineSnapshot, look: Look,
+               start: int) -> str | None:
+        """One machine's ``updateMachineWChecks`` at this look: None, passed, crashing or timeout.
+
+        ``start``: when its settled-state wait began (its update; the publish at-publish).
+        """
         mid, at = machine.id, look.at_ms
-        start = r.wait_from[mid]
-        if mid not in r.opened:
+        if mid not in progress.opened:
             timeout_ms = start + in_ms(self.wait_timeout_s)
             settled = self._settled_at(machine, look, start)
             if settled is None or settled[0] > timeout_ms:
                 return "timeout" if at >= timeout_ms else None
             opened = float(settled[0])
-            if not r.listened:
-                r.listened = True
+            if not progress.listened:
+                # plan.go: once per process group, the first machine to get there.
+                progress.listened = True
                 if settled[1] != "started":
                     opened += in_ms(self.listen_wait_s)
-            r.opened[mid] = r.due[mid] = opened
-            r.reads[mid] = 0
-        read_once = r.reads[mid] > 0 or self.wait_reading == "sampled"
-        if read_once and at >= r.opened[mid] + in_ms(self.window_s):
-            r.done[mid] = Outcome(True, "window-ran-out", machine)
+            # flyctl reads at once when the window opens; a long poll may open it between
+            # looks, so that read is taken at this look.
+            progress.opened[mid] = progress.due[mid] = opened
+            progress.reads[mid] = 0
+        # A look cannot be taken in the past: under the long-poll reading the read flyctl
+        # takes when the window opens is the first look after it.
+        read_once = progress.reads[mid] > 0 or self.wait_reading == "sampled"
+        if read_once and at >= progress.opened[mid] + in_ms(self.window_s):
+            progress.done[mid] = Outcome(True, "window-ran-out", machine)
             return "passed"
-        if at < r.due[mid]:
+        if at < progress.due[mid]:
             return None
-        crashing = is_constantly_restarting(machine)
-        if crashing:
+        if is_constantly_restarting(machine):
             return "crashing"
         if self._uptime_ms(machine) > in_ms(self.min_uptime_s):
-            r.done[mid] = Outcome(True, "uptime", machine)
+            progress.done[mid] = Outcome(True, "uptime", machine)
             return "passed"
-        r.due[mid] += in_ms(self._backoff_s(mid, r.reads[mid]))
-        r.reads[mid] += 1
+        # flyctl's reads follow one another by the backoff: anchored at the read's due
+        # time, so a read taken late does not shift the ones after it.
+        progress.due[mid] += in_ms(self._backoff_s(mid, progress.reads[mid]))
+        progress.reads[mid] += 1
         return None
 
     def _pool_wait(self, r: Rollout, latest: Look) -> Wait:
@@ -451,52 +470,18 @@ class FlyctlSmokeCheck:
 
     def _read(self, state: _Reads, look: Look, publish_started_ms: int) -> Verdict | None:
         """Take one look's reads of every undecided machine; a verdict if one decides the deploy."""
-        opened, due, reads, done = state.opened, state.due, state.reads, state.done
-        window_ms = in_ms(self.window_s)
-        timeout_ms = publish_started_ms + in_ms(self.wait_timeout_s)
+        done = state.done
         for machine in look.machines:
-            key = machine.id
-            if key in done:
+            if machine.id in done:
                 continue
-            if key in state.skipped:
-                done[key] = Outcome(True, "skipped", machine)
+            if machine.id in state.skipped:
+                done[machine.id] = Outcome(True, "skipped", machine)
                 continue
-            if key not in opened:
-                settled = self._settled_at(machine, look, publish_started_ms)
-                if settled is not None and settled[0] <= timeout_ms:
-                    start = float(settled[0])
-                    if not state.listened:
-                        # plan.go: once per process group, the first machine to get there.
-                        state.listened = True
-                        if settled[1] != "started":
-                            start += in_ms(self.listen_wait_s)
-                    opened[key] = start
-                    # flyctl reads at once when the window opens; a long poll may open
-                    # it between looks, so that read is taken at this look.
-                    due[key] = start
-                    reads[key] = 0
-                elif look.at_ms >= timeout_ms:
-                    return self._wait_timeout(machine, publish_started_ms)
-                else:
-                    continue
-            # A look cannot be taken in the past: under the long-poll reading the read
-            # flyctl takes when the window opens is the first look after it.
-            read_once = reads[key] > 0 or self.wait_reading == "sampled"
-            if read_once and look.at_ms >= opened[key] + window_ms:
-                done[key] = Outcome(True, "window-ran-out", machine)
-                continue
-            if look.at_ms < due[key]:
-                continue
-            crashing = is_constantly_restarting(machine)
-            if not crashing and self._uptime_ms(machine) > in_ms(self.min_uptime_s):
-                done[key] = Outcome(True, "uptime", machine)
-            elif crashing:
+            step = self._steps(state, machine, look, publish_started_ms)
+            if step == "timeout":
+                return self._wait_timeout(machine, publish_started_ms)
+            if step == "crashing":
                 return self._crashing(machine, publish_started_ms)
-            else:
-                # flyctl's reads follow one another by the backoff: anchored at the
-                # read's due time, so a read taken late does not shift the ones after it.
-                due[key] += in_ms(self._backoff_s(key, reads[key]))
-                reads[key] += 1
         if all(m.id in done for m in look.machines):
             return self._passed(look, done, state.skipped, publish_started_ms)
         return None
