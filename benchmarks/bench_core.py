@@ -73,14 +73,21 @@ from platform_testbed.sim.sweep.units import unit_rows
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def bare_world(sc: Scenario, seed: int) -> int:
-    """The bare SimPy twin of a crash-looping world; returns how many looks it took."""
+def bare_world(sc: Scenario, seed: int, fly_events: bool = False) -> int:
+    """The bare SimPy twin of a crash-looping world; returns how many looks it took.
+
+    ``fly_events``: each event holds the nine fields a check reads of a Fly event (type,
+    status, integer millisecond timestamp, source, exit code, OOM, requested stop,
+    restarting, restart count), as the model's do, instead of two or five: what the shape
+    of the events alone costs, apart from everything else the model does.
+    """
     env = simpy.Environment()
     root = random.Random(seed)
     rngs = [random.Random(root.getrandbits(64)) for _ in range(sc.release.machines)]
     rules, app = sc.platform, sc.release
     logs: list[deque[tuple[Any, ...]]] = [deque(maxlen=rules.event_log_cap) for _ in rngs]
     looks: list[list[tuple[Any, ...]]] = []
+    epoch = rules.epoch_ms
 
     def machine(rng: random.Random, log: deque[tuple[Any, ...]]) -> Generator[Any, Any, None]:
         yield env.timeout(sc.publish.at_s)
@@ -88,12 +95,15 @@ def bare_world(sc: Scenario, seed: int) -> int:
         restarts = 0
         while True:
             yield env.timeout(rules.boot_s * (1.0 + rng.uniform(-jitter, jitter)))
-            log.append(("start", env.now))
+            log.append(("start", "started", epoch + round(env.now * 1000), "flyd", None, False,
+                        False, False, 0) if fly_events else ("start", env.now))
             yield env.timeout(app.crash_after_s * (1.0 + rng.uniform(-jitter, jitter)))
             restarting = rules.restart_policy == "always" or (
                 rules.restart_policy == "on-failure" and restarts < rules.max_retries
             )
-            log.append(("exit", env.now, app.exit_code, restarting, restarts))
+            log.append(("exit", "stopped", epoch + round(env.now * 1000), "flyd", app.exit_code,
+                        False, False, restarting, restarts) if fly_events
+                       else ("exit", env.now, app.exit_code, restarting, restarts))
             if not restarting:
                 return
             restarts += 1
@@ -399,7 +409,7 @@ class _BareWorld:
         self.members = [rider]
         self.gone.add(id(rider))
         # Riders whose look is the very next event of this instant look before the verdict
-        # acts (SimPy's queue front, as ``sim.publish.world._Shared`` reads it).
+        # acts (SimPy's queue front, as ``sim.publish.sharing._Shared`` reads it).
         queue, env = self.env._queue, self.env
         while queue and queue[0][0] == env.now and id(queue[0][3]) in self.looks_due:
             other, k = self.looks_due.pop(id(heapq.heappop(queue)[3]))
@@ -636,10 +646,11 @@ def bench_sept25() -> None:
     print(result.line("<= 1.3x"))
 
 
-#: Pairs of the 1,000-machine world: 7 read 1.26x-1.50x medians in one hour at load 6-8,
-#: the model's larger working set (its looks hold Fly-shaped events) suffering more from the
-#: other users' cache pressure in some pairs than in others; 15 pairs, about a minute.
-LARGE_PAIRS = 15
+#: Pairs of the 1,000-machine world. One pair's ratio reads anywhere from 0.67x to 1.44x on a
+#: quiet machine (load 0.5-0.9; both sides' own times vary 0.67-1.1 s from run to run: the
+#: host's other tenants), so a median of 15 moved 1.07x-1.14x-1.31x between runs; 25 pairs,
+#: about 70 s, narrow it (the error of a median shrinks as 1/sqrt(pairs)).
+LARGE_PAIRS = 25
 
 
 def large_world() -> Scenario:
@@ -666,6 +677,12 @@ def bench_large() -> None:
     print(f"  full model   {pairs.a_s:8.2f} s/scenario")
     print(f"  bare SimPy   {pairs.b_s:8.2f} s/scenario")
     print(pairs.line("<= 1.2x"))
+    # How much of the gap is only the events' shape: the same twin writing nine-field events.
+    shaped = paired(lambda seed: run(sc, seed, check),
+                    gc_paused_too(lambda seed: bare_world(sc, seed, fly_events=True)),
+                    1, LARGE_PAIRS, first_seed=LARGE_PAIRS)
+    print(f"  against the bare twin writing Fly-shaped events (nine fields, ms stamps): "
+          f"{shaped.median:.2f}x median of {len(shaped.ratios)} pairs ({shaped.spread()})")
 
 
 def _sweep_worlds(sweep: Sweep, count: int) -> list[int]:

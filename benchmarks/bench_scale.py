@@ -36,7 +36,8 @@ from platform_testbed.checks import BUILTIN_CHECKS, Look, make_check
 from platform_testbed.checks.protocol import Check, Step
 from platform_testbed.sim.config import scenario as scenarios
 from platform_testbed.sim.publish.gcpause import gc_paused
-from platform_testbed.sim.publish.world import run, run_checks
+from platform_testbed.sim.publish.sharing import run_checks
+from platform_testbed.sim.publish.world import run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_core import bare_world, load_average

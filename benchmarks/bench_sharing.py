@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from platform_testbed.checks import BUILTIN_CHECKS
 from platform_testbed.sim.checkload.loader import build_checks
 from platform_testbed.sim.config import scenario
-from platform_testbed.sim.publish import world as worlds
+from platform_testbed.sim.publish import sharing
 
 WAYS: dict[str, bool | None] = {"alone": False, "shared": True, "chosen": None}
 
@@ -27,18 +27,18 @@ WAYS: dict[str, bool | None] = {"alone": False, "shared": True, "chosen": None}
 def worlds_a_seed(loaded: scenario.Scenario, checks: Sequence[object], seeds: range) -> float:
     """How many worlds shared runs simulate a seed (``build`` counted)."""
     built = [0]
-    build = worlds.build
+    build = sharing.build
 
     def counted(*args: object, **kwargs: object) -> object:
         built[0] += 1
         return build(*args, **kwargs)  # type: ignore[arg-type]
 
-    worlds.build = counted  # type: ignore[assignment]
+    sharing.build = counted  # type: ignore[assignment]
     try:
         for seed in seeds:
-            worlds.run_checks(loaded, seed, checks, share=True)  # type: ignore[arg-type]
+            sharing.run_checks(loaded, seed, checks, share=True)  # type: ignore[arg-type]
     finally:
-        worlds.build = build
+        sharing.build = build
     return built[0] / len(seeds)
 
 
@@ -46,7 +46,7 @@ def measure(name: str, names: list[str], pairs: int = 30, block: int = 8) -> Non
     """Print each way's median ratio over a world per check."""
     loaded = scenario.load(name)
     checks = [b.check for b in build_checks(names, loaded.check, {})]
-    worlds.run_checks(loaded, 1, checks)  # warm: imports, caches
+    sharing.run_checks(loaded, 1, checks)  # warm: imports, caches
     ratios: dict[str, list[float]] = {"shared": [], "chosen": []}
     for p in range(pairs):
         seeds = range(100 + p * block, 100 + (p + 1) * block)
@@ -54,7 +54,7 @@ def measure(name: str, names: list[str], pairs: int = 30, block: int = 8) -> Non
         for way in list(WAYS) if p % 2 == 0 else list(WAYS)[::-1]:
             began = time.process_time()
             for seed in seeds:
-                worlds.run_checks(loaded, seed, checks, share=WAYS[way])
+                sharing.run_checks(loaded, seed, checks, share=WAYS[way])
             took[way] = time.process_time() - began
         for way, kept in ratios.items():
             kept.append(took[way] / took["alone"])

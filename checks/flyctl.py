@@ -1,4 +1,8 @@
-"""Fly's ``flyctl deploy`` smoke check, as its source runs it, one machine at a time."""
+"""Fly's ``flyctl deploy`` smoke check, as its source runs it, one machine at a time.
+
+What the check reads of each machine and what it decides; the rolling update's schedule
+(pools, cancellation, retries: ``plan.go``) is ``checks.flyrollout``.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,10 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Protocol
 
 from .failsafe import lost_machines
+from .flyrollout import MAX_UNAVAILABLE, Outcome, Rollout
 from .flywait import pre_deploy_state, reached_at
 from .memo import PerCheck
 from .model import Event, Look, MachineSnapshot, Update, Verdict, Wait, in_ms, to_s
@@ -33,14 +38,6 @@ ASLEEP = ("stopped", "suspended")
 #: flyctl's listen-address wait (``machines_deploymachinesapp.go``
 #: ``defaultListenAddressCheckTimeout`` l.1276): at least 15 s.
 LISTEN_WAIT_S = 15.0
-#: ``plan.go`` ``STOPPED_MACHINES_POOL_SIZE`` l.27: cold machines updated at once.
-COLD_POOL = 30
-#: ``machines.go`` ``DefaultMaxUnavailable`` l.42: the share of warm machines in flight.
-MAX_UNAVAILABLE = 0.33
-#: ``plan.go`` ``updateMachinesWRecovery`` l.342: the sleep after a failed retry pass.
-RETRY_SLEEP_MS = 1_000
-#: flyctl's "skipping machine update due to earlier failure" (``plan.go`` l.387).
-SKIPPING = "skipping machine update due to earlier failure"
 
 
 def jittered(low_s: float, high_s: float, seed: int, machine_id: str, attempt: int) -> float:
@@ -97,13 +94,14 @@ def is_constantly_restarting(machine: MachineSnapshot) -> bool:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    """How flyctl's per-machine steps ended for one machine, at which look and why."""
+class _Progress(Protocol):
+    """Per machine, how far flyctl's steps got (``_steps``): at-publish's, or the rollout's."""
 
-    passed: bool
-    layer: str
-    machine: MachineSnapshot
+    opened: dict[str, float]  # when its smoke window opened
+    due: dict[str, float]  # when its next read is due
+    reads: dict[str, int]  # its reads so far
+    done: dict[str, Outcome]
+    listened: bool  # the one listen-address wait (first machine of the group) was taken
 
 
 class _Reads:
@@ -120,7 +118,7 @@ class _Reads:
         self.opened: dict[str, float] = {}
         self.due: dict[str, float] = {}
         self.reads: dict[str, int] = {}
-        self.done: dict[str, _Outcome] = {}
+        self.done: dict[str, Outcome] = {}
         #: Whether the one listen-address wait (first machine of the group) was taken.
         self.listened = False
         for machine in first.machines:
@@ -133,61 +131,14 @@ class _Reads:
                 self.skipped[machine.id] = state
 
 
-def _placeholder(machine_id: str, at_ms: int) -> MachineSnapshot:
-    """A skipped machine's outcome names only its id: no snapshot of it is judged."""
-    return MachineSnapshot(machine_id, "stopped", "", (), at_ms)
+def _skip_launch(first: Look) -> dict[str, str]:
+    """Pre-deploy states that say skip (``shouldSkipLaunch``), in the fleet before any update.
 
-
-def pool_size(warm: int, max_unavailable: float) -> int:
-    """``machines_deploymachinesapp.go`` ``getPoolSize`` l.918-925: how many warm machines at once.
-
-    ``max_unavailable`` >= 1 is a count; below 1, a share of the warm machines, rounded up.
+    A machine the first look shows ``created`` with no event is one the deploy creates
+    (``origMachineRaw == nil``: launched).
     """
-    if max_unavailable >= 1:
-        return int(max_unavailable)
-    return max(1, math.ceil(warm * max_unavailable)) if warm else 0
-
-
-class _Rollout:
-    """flyctl's rolling update in progress (``plan.go`` ``updateMachinesWRecovery``), look by look.
-
-    The first look is the fleet before any update: flyctl's ``md.appState`` ``List``
-    (``updateExistingMachinesWRecovery`` l.664), so a machine's state there is its
-    ``originalMachine`` state. Every other field is per machine id.
-    """
-
-    __slots__ = ("attempts", "done", "due", "error", "listened", "opened", "order", "pending",
-                 "pool", "queue", "reads", "retry_at", "retrying", "running", "skipped", "updated",
-                 "wait_from", "warm")
-
-    def __init__(self, first: Look, max_unavailable: float) -> None:
-        self.order = [m.id for m in first.machines]
-        #: Pre-deploy states that say skip (``shouldSkipLaunch``); a machine the first look
-        #: shows ``created`` with no event is one the deploy creates (``origMachineRaw ==
-        #: nil``: launched).
-        self.skipped: dict[str, str] = {
-            m.id: m.state for m in first.machines
-            if m.state not in LAUNCHED and not (m.state == "created" and not m.events)
-        }
-        #: ``isWarm`` (plan.go l.233-244): every launched machine is warm, because
-        #: ``updateExistingMachinesWRecovery`` l.672-674 marks its new state ``started``.
-        self.warm = [i for i in self.order if i not in self.skipped]
-        self.pool = pool_size(len(self.warm), max_unavailable)
-        self.updated: dict[str, int] = {}  # when the machine was updated
-        self.wait_from: dict[str, int] = {}  # when its current waitForMachineState began
-        self.opened: dict[str, float] = {}
-        self.due: dict[str, float] = {}
-        self.reads: dict[str, int] = {}
-        self.done: dict[str, _Outcome] = {}
-        self.running: list[str] = []  # in flight in the current pass, in start order
-        self.queue: list[str] = []  # warm machines the current pass has yet to start
-        self.pending: list[str] = []  # to update now: the driver updates, then looks
-        self.listened = False  # md.listenAddressChecked: once per deploy, retries included
-        self.attempts = 0  # plan.go's ``attempts`` of retry passes that failed
-        self.retry_at: int | None = None
-        self.retrying = False  # the first pass failed: retry passes run
-        #: The first pass's error (plan.go returns ``updateErr`` once retries run out).
-        self.error: Verdict | None = None
+    return {m.id: m.state for m in first.machines
+            if m.state not in LAUNCHED and not (m.state == "created" and not m.events)}
 
 
 @dataclass(frozen=True)
@@ -263,13 +214,13 @@ class FlyctlSmokeCheck:
        at once); warm ones (every launched machine, ``isWarm`` with l.672-674) go through
        an errgroup limit of ``getPoolSize`` = ceil(``max_unavailable`` x warm) (a count
        when >= 1): the next machine's update starts the moment one in flight finishes its
-       steps (``_pool_start``). Each machine's wait timeout, listen wait and smoke window
+       steps (``checks.flyrollout.Rollout.fill``). Each machine's wait timeout, listen wait and smoke window
        count from its own update. The first failure cancels the group (l.386-390):
        queued machines are never updated and keep the previous release ("skipping machine
        update due to earlier failure", named in the verdict), updated ones keep the new
        one. Machines start in the look's (id) order; plan.go ranges over a Go map, whose
        order is random (not public: assumed id order, which its retry sorts by).
-    7. **Retries** (``plan.go`` l.283-344, ``_pool_failed``): a wait timeout is
+    7. **Retries** (``plan.go`` l.283-344, ``Rollout.cancel``): a wait timeout is
        recoverable, so the update runs again, the first retry at once and each later one
        1 s after the last failed, while ``attempts <= deploy_retries`` (R + 1 retries for
        R >= 1); then the first error is the verdict. A retry does not update a machine
@@ -329,7 +280,7 @@ class FlyctlSmokeCheck:
     #: This object's fold of the looks so far, and the machine ids they showed, kept
     #: between a drive's calls (``checks.memo``): not fields, never compared.
     _reads = PerCheck[_Reads]()
-    _rollout = PerCheck[_Rollout]()
+    _rollout = PerCheck[Rollout]()
     _seen = PerCheck[dict[str, int]]()
     #: flyctl's rolling strategy never rolls back (see 5. above).
     rolls_back: ClassVar[bool] = False
@@ -382,7 +333,8 @@ class FlyctlSmokeCheck:
         """``plan.go`` ``updateMachinesWRecovery``: update a pool at a time, retry, decide."""
         key = ("pool", publish_started_ms)
         state, unseen = self._rollout.resume(
-            key, looks, lambda: _Rollout(looks[0], self.max_unavailable))
+            key, looks, lambda: Rollout(looks[0], _skip_launch(looks[0]),
+                                        self.max_unavailable, self.deploy_retries))
         for look in unseen:
             if verdict := self._pool_fold(state, look, publish_started_ms):
                 return verdict
@@ -393,20 +345,16 @@ class FlyctlSmokeCheck:
         self._rollout.keep(key, looks, state)
         return step
 
-    def _pool_fold(self, r: _Rollout, look: Look, publish_started_ms: int) -> Verdict | None:
+    def _pool_fold(self, r: Rollout, look: Look, publish_started_ms: int) -> Verdict | None:
         """Fold one look into the rollout; a verdict if it decides the deploy."""
         at = look.at_ms
         if not r.updated and not r.done and not r.pending:
             # The first look: the fleet before any update. Pass 0 starts now.
-            self._pool_pass(r, at)
+            r.start_pass(at)
             return None
         r.pending = []  # the driver carried them out before this look
-        if r.retry_at is not None and at >= r.retry_at:
-            r.retry_at = None
-            if r.attempts > self.deploy_retries:
-                assert r.error is not None
-                return self._gave_up_retrying(r, look)
-            self._pool_pass(r, at)
+        if gave_up := r.retry_due(at):
+            return gave_up
         moved = True
         while moved:
             moved = False
@@ -415,145 +363,68 @@ class FlyctlSmokeCheck:
                     continue  # updated after this look: judged from the next
                 machine = look.machine(mid)
                 assert machine is not None  # lost_machines ran first
-                outcome = self._pool_advance(r, machine, look)
+                outcome = self._steps(r, machine, look, r.wait_from[mid])
                 if outcome is None:
                     continue
                 if outcome == "crashing":
                     # A smoke-check failure is an unrecoverableError (plan.go l.635): no retry.
                     crashed = self._crashing(machine, publish_started_ms)
-                    return replace(crashed, reason=crashed.reason + self._skip_note(r))
+                    return replace(crashed, reason=crashed.reason + r.skip_note())
                 if outcome == "timeout":
-                    if self._pool_failed(r, machine, publish_started_ms, at):
-                        assert r.error is not None
-                        return replace(r.error, reason=r.error.reason + self._skip_note(r))
+                    if r.error is None:  # the first error is the one plan.go returns
+                        r.error = self._wait_timeout(machine, publish_started_ms)
+                    if r.cancel(at):
+                        return replace(r.error, reason=r.error.reason + r.skip_note())
                     moved = True
                     break
                 r.running.remove(mid)
-                moved = self._pool_start(r, at) or moved
+                moved = r.fill(at) or moved
         if not r.pending and len(r.done) == len(r.order):
             return self._passed(look, r.done, r.skipped, publish_started_ms)
         return None
 
-    def _pool_pass(self, r: _Rollout, at: int) -> None:
-        """One call of ``updateMachinesWRecovery``'s update: cold machines at once, warm a pool at a time.
+    def _steps(self, progress: _Progress, machine: MachineSnapshot, look: Look,
+               start: int) -> str | None:
+        """One machine's ``updateMachineWChecks`` at this look: None, passed, crashing or timeout.
 
-        ``plan.go`` l.246-267: cold (skipped) machines in a pool of min(n, 30), warm ones
-        in a pool of ``pool_size``, both at once. A cold machine is updated without a start
-        and settles at once (``updateMachineWChecks`` returns after its wait), so all of
-        them are updated in this instant whatever the pool. Warm machines start in the
-        look's order (plan.go ranges over a Go map, whose order is random: assumed the
-        machines' id order, as its retry sorts them, l.306-310).
+        ``start``: when its settled-state wait began (its update; the publish at-publish).
         """
-        for mid in r.order:
-            if mid in r.skipped and mid not in r.done:
-                r.updated[mid] = at
-                r.pending.append(mid)
-                r.done[mid] = _Outcome(True, "skipped", _placeholder(mid, at))
-        r.running = []
-        r.queue = [mid for mid in r.warm if mid not in r.done]
-        self._pool_start(r, at)
-
-    def _pool_start(self, r: _Rollout, at: int) -> bool:
-        """Fill the pool from the queue (errgroup ``SetLimit``: the next starts when one ends).
-
-        A machine not yet updated is asked for (``Update``) and judged from the next look;
-        one a failed pass already updated is not updated again (``updateMachineConfig``
-        returns early when the config is the same, plan.go l.830-832) and waits afresh
-        from now. True when such a machine started: it is judged in this look.
-        """
-        judged_now = False
-        while len(r.running) < r.pool and r.queue:
-            mid = r.queue.pop(0)
-            r.running.append(mid)
-            r.wait_from[mid] = at
-            for progress in (r.opened, r.due, r.reads):
-                progress.pop(mid, None)
-            if mid in r.updated:
-                judged_now = True
-            else:
-                r.updated[mid] = at
-                r.pending.append(mid)
-        return judged_now
-
-    def _pool_advance(self, r: _Rollout, machine: MachineSnapshot, look: Look) -> str | None:
-        """One machine's ``updateMachineWChecks`` at this look: None, passed, crashing or timeout."""
         mid, at = machine.id, look.at_ms
-        start = r.wait_from[mid]
-        if mid not in r.opened:
+        if mid not in progress.opened:
             timeout_ms = start + in_ms(self.wait_timeout_s)
             settled = self._settled_at(machine, look, start)
             if settled is None or settled[0] > timeout_ms:
                 return "timeout" if at >= timeout_ms else None
             opened = float(settled[0])
-            if not r.listened:
-                r.listened = True
+            if not progress.listened:
+                # plan.go: once per process group, the first machine to get there.
+                progress.listened = True
                 if settled[1] != "started":
                     opened += in_ms(self.listen_wait_s)
-            r.opened[mid] = r.due[mid] = opened
-            r.reads[mid] = 0
-        read_once = r.reads[mid] > 0 or self.wait_reading == "sampled"
-        if read_once and at >= r.opened[mid] + in_ms(self.window_s):
-            r.done[mid] = _Outcome(True, "window-ran-out", machine)
+            # flyctl reads at once when the window opens; a long poll may open it between
+            # looks, so that read is taken at this look.
+            progress.opened[mid] = progress.due[mid] = opened
+            progress.reads[mid] = 0
+        # A look cannot be taken in the past: under the long-poll reading the read flyctl
+        # takes when the window opens is the first look after it.
+        read_once = progress.reads[mid] > 0 or self.wait_reading == "sampled"
+        if read_once and at >= progress.opened[mid] + in_ms(self.window_s):
+            progress.done[mid] = Outcome(True, "window-ran-out", machine)
             return "passed"
-        if at < r.due[mid]:
+        if at < progress.due[mid]:
             return None
-        crashing = is_constantly_restarting(machine)
-        if crashing:
+        if is_constantly_restarting(machine):
             return "crashing"
         if self._uptime_ms(machine) > in_ms(self.min_uptime_s):
-            r.done[mid] = _Outcome(True, "uptime", machine)
+            progress.done[mid] = Outcome(True, "uptime", machine)
             return "passed"
-        r.due[mid] += in_ms(self._backoff_s(mid, r.reads[mid]))
-        r.reads[mid] += 1
+        # flyctl's reads follow one another by the backoff: anchored at the read's due
+        # time, so a read taken late does not shift the ones after it.
+        progress.due[mid] += in_ms(self._backoff_s(mid, progress.reads[mid]))
+        progress.reads[mid] += 1
         return None
 
-    def _pool_failed(self, r: _Rollout, machine: MachineSnapshot, publish_started_ms: int,
-                     at: int) -> bool:
-        """A wait timeout: cancel the pass; retry it (True: no retry, the deploy fails).
-
-        ``plan.go`` ``updateProcessGroup`` l.386-390: the first error cancels the group's
-        context, so queued machines are skipped and in-flight ones stop, keeping whatever
-        they run. A wait timeout is recoverable (``updateMachineWChecks`` l.613-617 returns
-        the plain error), so ``updateMachinesWRecovery`` l.283-344 retries: the first retry
-        at once, each later one after a 1 s sleep, while ``attempts <= deployRetries``
-        (so ``deploy_retries`` R allows R + 1 retries); it then returns the first error.
-        R = 0: flyctl takes the legacy path, which does not retry (its other differences
-        are not modelled).
-        """
-        if r.error is None:
-            r.error = self._wait_timeout(machine, publish_started_ms)
-        for mid in r.running:
-            for progress in (r.opened, r.due, r.reads):
-                progress.pop(mid, None)
-        r.running, r.queue = [], []
-        if self.deploy_retries == 0:
-            return True
-        if not r.retrying:  # the first pass failed: the first retry runs at once
-            r.retrying = True
-            self._pool_pass(r, at)
-            return False
-        r.attempts += 1
-        r.retry_at = at + RETRY_SLEEP_MS
-        return False
-
-    def _gave_up_retrying(self, r: _Rollout, look: Look) -> Verdict:
-        """``plan.go`` l.298-302: attempts > deployRetries, so the first error is returned."""
-        assert r.error is not None
-        return replace(
-            r.error,
-            reason=f"{r.error.reason}; flyctl retried the update {r.attempts} times "
-            f"(deploy_retries = {self.deploy_retries}) and returns this first error"
-            + self._skip_note(r),
-        )
-
-    def _skip_note(self, r: _Rollout) -> str:
-        """The machines the cancelled deploy never updated, which keep the previous release."""
-        never = [mid for mid in r.order if mid not in r.updated]
-        if not never:
-            return ""
-        return f"; {SKIPPING}, so these keep the previous release: {', '.join(never)}"
-
-    def _pool_wait(self, r: _Rollout, latest: Look) -> Wait:
+    def _pool_wait(self, r: Rollout, latest: Look) -> Wait:
         """Wait until the soonest read, window end, wait tick or timeout, or the retry."""
         at = latest.at_ms
         window_ms = in_ms(self.window_s)
@@ -599,52 +470,18 @@ class FlyctlSmokeCheck:
 
     def _read(self, state: _Reads, look: Look, publish_started_ms: int) -> Verdict | None:
         """Take one look's reads of every undecided machine; a verdict if one decides the deploy."""
-        opened, due, reads, done = state.opened, state.due, state.reads, state.done
-        window_ms = in_ms(self.window_s)
-        timeout_ms = publish_started_ms + in_ms(self.wait_timeout_s)
+        done = state.done
         for machine in look.machines:
-            key = machine.id
-            if key in done:
+            if machine.id in done:
                 continue
-            if key in state.skipped:
-                done[key] = _Outcome(True, "skipped", machine)
+            if machine.id in state.skipped:
+                done[machine.id] = Outcome(True, "skipped", machine)
                 continue
-            if key not in opened:
-                settled = self._settled_at(machine, look, publish_started_ms)
-                if settled is not None and settled[0] <= timeout_ms:
-                    start = float(settled[0])
-                    if not state.listened:
-                        # plan.go: once per process group, the first machine to get there.
-                        state.listened = True
-                        if settled[1] != "started":
-                            start += in_ms(self.listen_wait_s)
-                    opened[key] = start
-                    # flyctl reads at once when the window opens; a long poll may open
-                    # it between looks, so that read is taken at this look.
-                    due[key] = start
-                    reads[key] = 0
-                elif look.at_ms >= timeout_ms:
-                    return self._wait_timeout(machine, publish_started_ms)
-                else:
-                    continue
-            # A look cannot be taken in the past: under the long-poll reading the read
-            # flyctl takes when the window opens is the first look after it.
-            read_once = reads[key] > 0 or self.wait_reading == "sampled"
-            if read_once and look.at_ms >= opened[key] + window_ms:
-                done[key] = _Outcome(True, "window-ran-out", machine)
-                continue
-            if look.at_ms < due[key]:
-                continue
-            crashing = is_constantly_restarting(machine)
-            if not crashing and self._uptime_ms(machine) > in_ms(self.min_uptime_s):
-                done[key] = _Outcome(True, "uptime", machine)
-            elif crashing:
+            step = self._steps(state, machine, look, publish_started_ms)
+            if step == "timeout":
+                return self._wait_timeout(machine, publish_started_ms)
+            if step == "crashing":
                 return self._crashing(machine, publish_started_ms)
-            else:
-                # flyctl's reads follow one another by the backoff: anchored at the
-                # read's due time, so a read taken late does not shift the ones after it.
-                due[key] += in_ms(self._backoff_s(key, reads[key]))
-                reads[key] += 1
         if all(m.id in done for m in look.machines):
             return self._passed(look, done, state.skipped, publish_started_ms)
         return None
@@ -697,7 +534,7 @@ class FlyctlSmokeCheck:
         )
 
     def _passed(
-        self, look: Look, done: dict[str, _Outcome], states: dict[str, str],
+        self, look: Look, done: dict[str, Outcome], states: dict[str, str],
         publish_started_ms: int,
     ) -> Verdict:
         outcomes = [done[m.id] for m in look.machines]

@@ -44,7 +44,7 @@ def no_world(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("a world ran before the options were checked")
 
     monkeypatch.setattr("platform_testbed.sim.publish.compare.run_checks", refuse)
-    monkeypatch.setattr("platform_testbed.sim.publish.world.run_checks", refuse)
+    monkeypatch.setattr("platform_testbed.sim.publish.sharing.run_checks", refuse)
 
 
 @pytest.mark.usefixtures("no_world")

@@ -28,7 +28,8 @@ from platform_testbed.sim.publish.compare import (
     Want,
     compare,
 )
-from platform_testbed.sim.publish.world import RunResult, run_checks
+from platform_testbed.sim.publish.sharing import run_checks
+from platform_testbed.sim.publish.world import RunResult
 from platform_testbed.sim.show import report
 from platform_testbed.sim.sweep.seeds import SeedWork
 

@@ -30,6 +30,7 @@ from platform_testbed.sim.kit.testing import PUBLISH_MS, App, drive_world
 from platform_testbed.sim.kit.testing import world as kit_world
 from platform_testbed.sim.publish import world
 from platform_testbed.sim.publish.recording import recorded_seed
+from platform_testbed.sim.publish.sharing import run_checks
 
 T0 = 1_700_000_000_000
 LAUNCH = Event("launch", "created", T0 - 60_000, "user")
@@ -365,7 +366,7 @@ def test_checks_that_do_not_deploy_see_the_fleet_updated_at_the_publish() -> Non
     """count's looks in a five-machine world are the same with flyctl-smoke deploying beside it."""
     loaded = scenario.load("sept25-crash-loop", ["release.machines=5"])
     alone = world.run(loaded, 0, make_check("count", {}))
-    beside = world.run_checks(loaded, 0, [make_check("count", {}), FlyctlSmokeCheck()])
+    beside = run_checks(loaded, 0, [make_check("count", {}), FlyctlSmokeCheck()])
     assert beside[0] == alone
 
 

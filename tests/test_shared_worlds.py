@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from platform_testbed.checks import BUILTIN_CHECKS, Check, Verdict, Wait
 from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config import scenario
-from platform_testbed.sim.publish import world as worlds
-from platform_testbed.sim.publish.world import RunResult, run, run_checks
+from platform_testbed.sim.publish import sharing
+from platform_testbed.sim.publish.sharing import run_checks
+from platform_testbed.sim.publish.world import RunResult, run
 
 _PROFILES = ["minimal", "fly-exit-start", "fly-restart-start", "fly-start-starting",
              "fly-restart-double-start"]
@@ -89,13 +90,13 @@ def test_agreeing_checks_share_one_world() -> None:
     """Two checks that look alike and agree cost one world, not two (the sweep's case)."""
     loaded = scenario.load("sept25-crash-loop", ["check.look_delay_s=10"])
     built: list[int] = []
-    original = worlds._Shared.run
+    original = sharing._Shared.run
 
-    def counted(self: worlds._Shared) -> None:
+    def counted(self: sharing._Shared) -> None:
         built.append(1)
         original(self)
 
-    worlds._Shared.run = counted  # type: ignore[method-assign]
+    sharing._Shared.run = counted  # type: ignore[method-assign]
     try:
         one = _Scripted("a", [1.0, 1.0], True)
         two = _Scripted("b", [1.0, 1.0], True)
@@ -105,7 +106,7 @@ def test_agreeing_checks_share_one_world() -> None:
         run_checks(loaded, 1, [one, other])
         assert len(built) == 3  # a pass and a fail in the same step: two worlds
     finally:
-        worlds._Shared.run = original  # type: ignore[method-assign]
+        sharing._Shared.run = original  # type: ignore[method-assign]
 
 
 def test_looks_are_not_asked_again_in_a_later_world() -> None:
@@ -138,16 +139,16 @@ def test_either_way_of_running_gives_the_per_check_results(
 def test_sharing_stops_where_it_saves_nothing_and_is_tried_again_now_and_then() -> None:
     """Checks that decide apart (a world each) share for the first calls only, then once
     every SHARE_PROBE_EVERY calls; checks that share a world keep sharing."""
-    apart = worlds._Gain()
+    apart = sharing._Gain()
     chosen = []
-    for _ in range(4 + 2 * worlds.SHARE_PROBE_EVERY):
+    for _ in range(4 + 2 * sharing.SHARE_PROBE_EVERY):
         chosen.append(apart.share())
         if chosen[-1]:
             apart.saw(6, 6)
     assert chosen[:4] == [True] * 4
     probes = [i for i, shared in enumerate(chosen) if shared][4:]
-    assert probes == [4 + worlds.SHARE_PROBE_EVERY - 1, 4 + 2 * worlds.SHARE_PROBE_EVERY - 1]
-    together = worlds._Gain()
+    assert probes == [4 + sharing.SHARE_PROBE_EVERY - 1, 4 + 2 * sharing.SHARE_PROBE_EVERY - 1]
+    together = sharing._Gain()
     for _ in range(50):
         assert together.share()
         together.saw(1, 2)
@@ -155,11 +156,11 @@ def test_sharing_stops_where_it_saves_nothing_and_is_tried_again_now_and_then() 
 
 def test_run_checks_learns_per_list_of_checks(monkeypatch: Any) -> None:
     """run_checks keeps one tally per list of check names, fed by the worlds it simulates."""
-    monkeypatch.setattr(worlds, "_GAINS", {})
+    monkeypatch.setattr(sharing, "_GAINS", {})
     loaded = scenario.load("sept25-crash-loop")
     checks = load_checks(["count", "timestamp"], loaded.check)
     for seed in range(3):
         run_checks(loaded, seed, checks)
-    gain = worlds._GAINS[("count", "timestamp")]
+    gain = sharing._GAINS[("count", "timestamp")]
     assert gain.shared == 3
     assert 0.5 <= gain.worlds <= 1.0

@@ -3,7 +3,7 @@
 Built and validated once at the door -- ``check_budget(args)`` for the command line
 (``--check-timeout``/``--max-looks``, else ``TESTBED_CHECK_TIMEOUT_S``/``TESTBED_MAX_LOOKS``,
 read there and nowhere else), ``CheckBudget(...)`` in Python -- and handed down as a
-value to where checks are driven: ``sim.publish.world.run``/``run_checks``, replay
+value to where checks are driven: ``sim.publish.world.run``/``sharing.run_checks``, replay
 (``sim.publish.recording.replay_all``), series, a sweep's units (pickled with each task,
 so a pool's worker or a Dask worker gets it with the work) and the hunt. ``checks/``
 itself reads no environment and installs no signal: the driver there takes ``max_looks``

@@ -20,7 +20,8 @@ from platform_testbed.checks.drive import check_name
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import CheckSetup
 from platform_testbed.sim.config.scenario import OUTCOMES, Outcome, Scenario
-from platform_testbed.sim.publish.world import RecordedLook, RunResult, ground_truth, run_checks
+from platform_testbed.sim.publish.sharing import run_checks
+from platform_testbed.sim.publish.world import RecordedLook, RunResult, ground_truth
 from platform_testbed.sim.runtime.frames import BOOL, FLOAT, INT, OUTCOME, TEXT, frame
 
 if TYPE_CHECKING:
@@ -280,9 +281,11 @@ def _event_json(event: Event, publish_started_ms: int) -> dict[str, Any]:
 
 
 def look_json(recorded: RecordedLook, publish_started_ms: int) -> dict[str, Any]:
-    """A look as compact JSON: times in seconds after the publish began."""
-    return {
-        "at_s": (recorded.look.at_ms - publish_started_ms) / 1000,
+    """A look as compact JSON: times in seconds after the publish began; ``pre_deploy``
+    (each machine's state before the publish) when the look carried it, as a check saw it."""
+    look = recorded.look
+    data: dict[str, Any] = {
+        "at_s": (look.at_ms - publish_started_ms) / 1000,
         "machines": [
             {
                 "id": m.id,
@@ -291,9 +294,12 @@ def look_json(recorded: RecordedLook, publish_started_ms: int) -> dict[str, Any]
                 "dropped": dropped,
                 "events": [_event_json(e, publish_started_ms) for e in m.events],
             }
-            for m, dropped in zip(recorded.look.machines, recorded.dropped, strict=True)
+            for m, dropped in zip(look.machines, recorded.dropped, strict=True)
         ],
     }
+    if look.pre_deploy is not None:
+        data["pre_deploy"] = dict(look.pre_deploy)
+    return data
 
 
 def _round(value: float | None) -> float | None:

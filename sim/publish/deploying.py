@@ -30,7 +30,7 @@ from platform_testbed.sim.publish.runresult import RecordedLook
 
 
 class Publishing(Protocol):
-    """What this driver reads and writes of ``world._World`` (which imports this module)."""
+    """What this driver reads and writes of ``world.World`` (which imports this module)."""
 
     env: simpy.Environment
     machines: list[Machine]

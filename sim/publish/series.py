@@ -22,7 +22,8 @@ from platform_testbed.sim.config import scenario as scenarios
 from platform_testbed.sim.config.numbers import Seed
 from platform_testbed.sim.config.scenario import Outcome, Scenario
 from platform_testbed.sim.config.settings import BadInput, apply_sets, locate, read_toml, validated
-from platform_testbed.sim.publish.world import RunResult, run_checks
+from platform_testbed.sim.publish.sharing import run_checks
+from platform_testbed.sim.publish.world import RunResult
 
 
 class _Table(BaseModel):

@@ -1,13 +1,15 @@
 """One simulated world: the app's machines, the publish driving one check, reconciler, site.
 
-Inputs: the scenario (frozen) and a seed; state: ``_World`` while SimPy runs; out: ``RunResult``.
+Inputs: the scenario (frozen) and a seed; state: ``World`` while SimPy runs; out: ``RunResult``.
+The stages of a run (``build``, ``start``, ``roll``, ``take_look``, ``act``, ``simulate``,
+``run_result``) are public because ``sim.publish.sharing`` composes them too, to let several
+checks ride one world of a seed.
 """
 
 from __future__ import annotations
 
-import heapq
 import random
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -23,17 +25,18 @@ from platform_testbed.sim.platform.machine import Image, Machine
 from platform_testbed.sim.publish.deploying import drive_publish, record_failure
 from platform_testbed.sim.publish.gcpause import gc_paused
 from platform_testbed.sim.publish.runresult import MachineTrace, RecordedLook, RunResult, Trace
-from platform_testbed.sim.publish.site import DOWN_STATES, Site, SiteTally
+from platform_testbed.sim.publish.site import DOWN_STATES, Site
 
 # The result types live in ``sim.publish.runresult``; importable from here as before.
 __all__ = [
-    "MachineTrace", "RecordedLook", "RunResult", "Trace", "build", "conclude", "ground_truth",
-    "release_crashes", "run", "run_checks", "start_previous",
+    "MachineTrace", "RecordedLook", "RunResult", "Trace", "World", "act", "after_roll", "build",
+    "conclude", "ground_truth", "release_crashes", "roll", "run", "run_result", "simulate",
+    "start", "start_previous", "take_look", "update_machines",
 ]
 
 
 @dataclass(eq=False)
-class _World:
+class World:
     """A run in progress: the platform of one world and what has happened so far."""
 
     scenario: Scenario
@@ -84,7 +87,7 @@ class _World:
             stop.succeed()
 
 
-def build(scenario: Scenario, seed: int, trace: bool = False) -> _World:
+def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
     """Lay out a world: machines (not yet launched), site, and the streams of randomness."""
     env = simpy.Environment()
     root = random.Random(seed)
@@ -103,7 +106,7 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> _World:
                 trace=trace)
         for i, rng in enumerate(machine_rngs, start=1)
     ]
-    world = _World(scenario, seed, env, machines, site, traffic_seed, proxy_seed, previous, release)
+    world = World(scenario, seed, env, machines, site, traffic_seed, proxy_seed, previous, release)
     if scenario.traffic.autostart and scenario.traffic.rps > 0:
         def autostart(machine: Machine) -> None:
             if machine.state == "stopped":
@@ -113,7 +116,8 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> _World:
     return world
 
 
-def _look(world: _World) -> RecordedLook:
+def take_look(world: World) -> RecordedLook:
+    """A look now: every machine's snapshot as the platform API shows it, and what each log dropped."""
     machines = world.machines
     at_ms = world.scenario.platform.epoch_ms + round(world.env.now * 1000)
     return RecordedLook(
@@ -122,9 +126,9 @@ def _look(world: _World) -> RecordedLook:
     )
 
 
-def _previous_release(world: _World) -> Generator[Any, Any, None]:
+def _previous_release(world: World) -> Generator[Any, Any, None]:
     """Launch a previous release that falls asleep at time 0, and autostop it before the
-    publish (``_start`` runs it only then)."""
+    publish (``start`` runs it only then)."""
     assert world.previous is not None
     for machine in world.machines:
         machine.launch(world.previous)
@@ -133,8 +137,8 @@ def _previous_release(world: _World) -> Generator[Any, Any, None]:
         machine.sleep()
 
 
-def start_previous(world: _World) -> None:
-    """Start the previous release as ``_start`` does, with no publish: a client publishes.
+def start_previous(world: World) -> None:
+    """Start the previous release as ``start`` does, with no publish: a client publishes.
 
     For ``sim.twin``, where a deploy step (or the twin on its behalf) updates the machines.
     """
@@ -148,7 +152,7 @@ def start_previous(world: _World) -> None:
             machine.launch(world.previous)
 
 
-def _on_stopped(world: _World) -> None:
+def _on_stopped(world: World) -> None:
     # Requests reach the app only from the publish on: a machine that autostopped before
     # it did so because nobody called it (that is why it was asleep).
     if not world.waking and world.env.now >= world.publish_at_s:
@@ -156,7 +160,7 @@ def _on_stopped(world: _World) -> None:
         world.env.process(_autostart(world))
 
 
-def _autostart(world: _World) -> Generator[Any, Any, None]:
+def _autostart(world: World) -> Generator[Any, Any, None]:
     """fly-proxy: the next request to a live app with no started machine starts one.
 
     superfly/docs reference/fly-proxy-autostop-autostart: a stopped machine is started
@@ -173,25 +177,27 @@ def _autostart(world: _World) -> Generator[Any, Any, None]:
             return
 
 
-def _start(world: _World, check: Check | None, budget: CheckBudget = DEFAULT_CHECK_BUDGET) -> None:
+def start(world: World, publish: Callable[[bool], Generator[Any, Any, None]]) -> None:
     """Start the previous release (at time 0) and the publish (at ``publish.at_s``).
 
-    A previous release that does not fall asleep needs no process of its own: the
-    publish's process launches it in its first step, before it waits for the publish,
-    which schedules every later event in the order the two processes gave them (the
-    previous release's process ran first and only launched, then the publish's waited).
+    ``publish(launch_previous)`` is the publish's process: ``_publish`` with its check, or
+    a shared world's riders' (``sim.publish.sharing``). A previous release that does not
+    fall asleep needs no process of its own: the publish's process launches it in its
+    first step (``launch_previous`` True), before it waits for the publish, which
+    schedules every later event in the order the two processes gave them (the previous
+    release's process ran first and only launched, then the publish's waited).
     """
     env = world.env
     before = world.scenario.previous
     if before is not None and before.asleep:
         env.process(_previous_release(world))
-        env.process(_publish(world, check, budget))
+        env.process(publish(False))
     else:
-        env.process(_publish(world, check, budget, launch_previous=True))
+        env.process(publish(True))
 
 
-def _roll(
-    world: _World, launch_previous: bool, update: bool = True
+def roll(
+    world: World, launch_previous: bool, update: bool = True
 ) -> Generator[Any, Any, None]:
     """The publish up to its check: wait for ``publish.at_s``, roll the release out.
 
@@ -212,7 +218,7 @@ def _roll(
         update_machines(world, world.machines)
 
 
-def update_machines(world: _World, machines: Sequence[Machine]) -> None:
+def update_machines(world: World, machines: Sequence[Machine]) -> None:
     """Roll the release onto ``machines`` now: launch a new one, update the others."""
     start_stopped = world.scenario.publish.start_stopped
     for machine in machines:
@@ -223,28 +229,28 @@ def update_machines(world: _World, machines: Sequence[Machine]) -> None:
     after_roll(world)
 
 
-def after_roll(world: _World) -> None:
+def after_roll(world: World) -> None:
     """A machine the roll left asleep is woken by the next request (``[traffic] autostart``).
 
-    ``_roll``'s last step, and the twin's after its own publish or a client's update.
+    ``roll``'s last step, and the twin's after its own publish or a client's update.
     """
     if world.scenario.traffic.autostart and any(m.state == "stopped" for m in world.machines):
         _on_stopped(world)
 
 
 def _publish(
-    world: _World, check: Check | None, budget: CheckBudget, launch_previous: bool = False
+    world: World, check: Check | None, budget: CheckBudget, launch_previous: bool = False
 ) -> Generator[Any, Any, None]:
     env = world.env
     deploys = False
     if check is not None:  # the seed and the update duty reach a check that takes them
         check, deploys = prepare(check, world.seed, updates=True)
-    yield from _roll(world, launch_previous, update=not deploys)
+    yield from roll(world, launch_previous, update=not deploys)
     if check is None:
         return
     if deploys:
         yield from drive_publish(
-            world, check, budget, look=lambda: _look(world),
+            world, check, budget, look=lambda: take_look(world),
             update=partial(update_machines, world),
             conclude=lambda verdict: conclude(world, verdict, getattr(check, "rolls_back", True)))
         return
@@ -255,7 +261,7 @@ def _publish(
         while True:
             if wait:
                 yield env.timeout(wait)
-            recorded = _look(world)
+            recorded = take_look(world)
             world.looks.append(recorded)
             wait = steps.send(recorded.look)
     except StopIteration as done:
@@ -266,7 +272,7 @@ def _publish(
     conclude(world, verdict, getattr(check, "rolls_back", True))
 
 
-def conclude(world: _World, verdict: Verdict, rolls_back: bool = True) -> None:
+def conclude(world: World, verdict: Verdict, rolls_back: bool = True) -> None:
     """The pipeline's step once the verdict is in: go live (and reconcile) or roll back.
 
     Also the step a process judging the publish hands its exit status to (``sim.twin.step``).
@@ -274,11 +280,15 @@ def conclude(world: _World, verdict: Verdict, rolls_back: bool = True) -> None:
     env = world.env
     world.verdict = verdict
     world.decided_at_s = env.now - world.publish_at_s
-    _act(world, verdict, rolls_back)
+    act(world, verdict, rolls_back)
 
 
-def _act(world: _World, verdict: Verdict, rolls_back: bool) -> None:
-    """What the publish does with a verdict: mark the release live, or fail it."""
+def act(world: World, verdict: Verdict, rolls_back: bool) -> None:
+    """What the publish does with a verdict: mark the release live, or fail it.
+
+    ``conclude``'s step after it records the verdict; a shared world acts on its first
+    rider's verdict directly, each rider keeping its own (``sim.publish.sharing``).
+    """
     env = world.env
     if verdict.ok:
         world.site.set_live("release")
@@ -307,7 +317,7 @@ def _act(world: _World, verdict: Verdict, rolls_back: bool) -> None:
         world.settle()
 
 
-def _reconciler(world: _World) -> Generator[Any, Any, None]:
+def _reconciler(world: World) -> Generator[Any, Any, None]:
     """Every interval, fail the live release if a machine is down or crashed since last pass.
 
     It sees the platform as it is (every crash, uncapped), not through a check's looks.
@@ -327,7 +337,7 @@ def _reconciler(world: _World) -> Generator[Any, Any, None]:
             return
 
 
-def release_crashes(world: _World) -> bool:
+def release_crashes(world: World) -> bool:
     """Ground truth: did any machine crash while running the new release after the publish?"""
     ref = world.release.ref
     at = world.publish_at_s
@@ -339,7 +349,7 @@ def ground_truth(scenario: Scenario, seed: int) -> bool:
     """The same world with no check and no rollback: does the release crash by the horizon?"""
     world = build(scenario, seed)
     env = world.env
-    _start(world, None)
+    start(world, partial(_publish, world, None, DEFAULT_CHECK_BUDGET))
     first_crash = env.event()
     ref, at = world.release.ref, world.publish_at_s
     hooks = {m.id: m.on_state for m in world.machines}
@@ -359,7 +369,7 @@ def ground_truth(scenario: Scenario, seed: int) -> bool:
     return release_crashes(world)
 
 
-def _trace(world: _World) -> Trace:
+def _trace(world: World) -> Trace:
     return Trace(
         publish_at_s=world.publish_at_s,
         horizon_s=world.scenario.horizon_s,
@@ -374,13 +384,17 @@ def _trace(world: _World) -> Trace:
     )
 
 
-def _simulate(
+def simulate(
     scenario: Scenario, seed: int, check: Check, trace: bool, budget: CheckBudget
-) -> _World:
+) -> World:
+    """Simulate one world with ``check`` to the horizon (or until settled); no ground truth yet.
+
+    ``run``'s first half; ``run_result`` is its second, once the truth is known.
+    """
     world = build(scenario, seed, trace)
     world.stop_when_settled = not trace
     env = world.env
-    _start(world, check, budget)
+    start(world, partial(_publish, world, check, budget))
     env.run(until=scenario.horizon_s)
     if not world.diverged:
         # No rollback touched the machines: they did what they do with no check at all.
@@ -388,7 +402,8 @@ def _simulate(
     return world
 
 
-def _result(world: _World, check: Check, bad: bool, trace: bool) -> RunResult:
+def run_result(world: World, check: Check, bad: bool, trace: bool) -> RunResult:
+    """``check``'s result in a simulated ``world``, classified by the ground truth ``bad``."""
     scenario = world.scenario
     tally = world.site.tally(
         world.publish_at_s, scenario.horizon_s, scenario.traffic.rps, world.traffic_seed
@@ -429,294 +444,7 @@ def run(
     ``budget``: the wall-clock limit on a user's check and the looks any check may take.
     """
     with gc_paused():
-        world = _simulate(scenario, seed, check, trace, budget)
+        world = simulate(scenario, seed, check, trace, budget)
         if bad is None:
             bad = world.proved_bad or ground_truth(scenario, seed)
-        return _result(world, check, bad, trace)
-
-
-#: ``run_checks`` shares worlds while sharing saves at least this share of them; below, it
-#: gives each check a world of its own. Measured (process time, paired, issue 22): where the
-#: checks all decide apart, sharing simulates as many worlds and costs more (6 built-ins in
-#: sept25-crash-loop: 6.0 worlds a seed, shared 1.14x a world per check, quartiles
-#: 1.09-1.17x; benchmarks/bench_sharing.py); a sweep world of crash_period_vs_look_delay
-#: takes 1.13 worlds for its 2 checks.
-SHARE_MIN_SAVING = 0.1
-#: Past this many calls without sharing it is tried again, as the worlds may have changed.
-SHARE_PROBE_EVERY = 32
-
-
-@dataclass(slots=True)
-class _Gain:
-    """What sharing has saved for one list of checks in this process (a running mean)."""
-
-    worlds: float = 0.0  # worlds simulated per check, in the calls that shared
-    shared: int = 0
-    since: int = 0  # calls since the last that shared
-
-    def share(self) -> bool:
-        """Whether this call shares: yes while learning, while it pays, and now and then."""
-        if self.shared < 4 or self.worlds <= 1.0 - SHARE_MIN_SAVING:
-            return True
-        self.since += 1
-        return self.since >= SHARE_PROBE_EVERY
-
-    def saw(self, worlds: int, checks: int) -> None:
-        """One call shared, and simulated ``worlds`` worlds for ``checks`` checks."""
-        weight = 1 / min(self.shared + 1, 16)  # the recent past counts most
-        self.worlds += (worlds / checks - self.worlds) * weight
-        self.shared += 1
-        self.since = 0
-
-
-#: Per list of check names (the scenario changes from world to world in a sweep).
-_GAINS: dict[tuple[str, ...], _Gain] = {}
-
-
-def run_checks(
-    scenario: Scenario, seed: int, checks: Sequence[Check],
-    budget: CheckBudget = DEFAULT_CHECK_BUDGET, share: bool | None = None,
-) -> list[RunResult]:
-    """Every check in the same world (same seed), judged against one ground truth.
-
-    The same results as ``run`` for each check, byte for byte, from fewer simulations:
-    the checks ride one world side by side until one decides (``_Shared``); those that
-    decide the same thing in the same step share the rest of it, the others ride a new
-    world of the same seed that replays what they asked so far. The oracle runs at most
-    once, and only when no world proved the release bad by itself.
-
-    Sharing costs a little where it saves nothing (every check decides apart), so by
-    default (``share=None``) it is used while it saves ``SHARE_MIN_SAVING`` of the worlds
-    for these checks in this process; the results are the same either way.
-    """
-    if 0 < sum(map(_alone, checks)) < len(checks):
-        return _beside(scenario, seed, checks, budget, share)
-    gain = None
-    if share is None and len(checks) > 1:
-        key = tuple(check_name(c) for c in checks)
-        gain = _GAINS.get(key) or _GAINS.setdefault(key, _Gain())
-        share = gain.share()
-    with gc_paused():
-        if any(map(_alone, checks)) or (not share and len(checks) > 1):
-            alone = [_simulate(scenario, seed, check, False, budget) for check in checks]
-            bad = any(w.proved_bad for w in alone) or ground_truth(scenario, seed)
-            return [_result(w, check, bad, False) for w, check in zip(alone, checks, strict=True)]
-        # The budget's wrapper is the driver's alone: the check itself is what the run reports.
-        riders = [
-            _Rider(check, drive(budget.guard(check), scenario.publish_started_ms, budget.max_looks))
-            for check in checks
-        ]
-        worlds: list[_Shared] = []
-        waiting = riders
-        while waiting:
-            shared = _Shared(build(scenario, seed), waiting)
-            shared.run()
-            worlds.append(shared)
-            waiting = shared.away
-        if gain is not None:
-            gain.saw(len(worlds), len(checks))
-        bad = any(w.world.proved_bad for w in worlds) or ground_truth(scenario, seed)
-        results: dict[int, RunResult] = {}
-        for shared in worlds:
-            tally = shared.world.site.tally(shared.world.publish_at_s, scenario.horizon_s,
-                                            scenario.traffic.rps, shared.world.traffic_seed)
-            for rider in shared.members:
-                results[id(rider)] = rider.result(shared.world, tally, seed, bad)
-        return [results[id(rider)] for rider in riders]
-
-
-def _alone(check: Check) -> bool:
-    """A check that deploys or draws from the run's seed (``for_driver``) rides no shared world.
-
-    Its updates change the world the others would see, and a shared world's riders are
-    driven without the seed and the update duty (``sim.publish.deploying``).
-    """
-    return getattr(type(check), "for_driver", None) is not None
-
-
-def _beside(
-    scenario: Scenario, seed: int, checks: Sequence[Check], budget: CheckBudget,
-    share: bool | None,
-) -> list[RunResult]:
-    """``run_checks`` where some checks run alone: the others share worlds as ever."""
-    shared = run_checks(scenario, seed, [c for c in checks if not _alone(c)], budget, share)
-    bad, rest = shared[0].bad, iter(shared)  # one ground truth for every check of the seed
-    return [run(scenario, seed, c, bad=bad, budget=budget) if _alone(c) else next(rest)
-            for c in checks]
-
-
-@dataclass(eq=False)
-class _Rider:
-    """One check across the shared worlds of a seed: what it asked, saw and decided.
-
-    ``waits[i]`` is the check's answer before look ``i``; while it still rides,
-    ``len(waits) == len(looks) + 1``; once ``done``, ``len(waits) == len(looks)``.
-    """
-
-    check: Check
-    steps: Generator[float, Look, Verdict]
-    waits: list[float] = field(default_factory=list)
-    looks: list[RecordedLook] = field(default_factory=list)
-    done: bool = False
-    verdict: Verdict | None = None
-    decided_at: float = 0.0  # simulated seconds (env.now) when it decided
-    error: str | None = None
-    error_detail: str | None = None
-    #: What its verdict makes the publish do: (ok, rolls back); None without a verdict.
-    action: tuple[bool, bool] | None = None
-
-    def reply(self, world: _World, k: int) -> float | None:
-        """The check's answer after look ``k`` (-1: before the first): a wait, or None once it
-        has decided. Recorded in an earlier world if it was asked there, else asked now."""
-        if k + 1 < len(self.waits):
-            return self.waits[k + 1]
-        if self.done:
-            return None
-        try:
-            if k < 0:
-                wait = next(self.steps)
-            else:
-                recorded = _look(world)
-                self.looks.append(recorded)
-                wait = self.steps.send(recorded.look)
-        except StopIteration as finished:
-            self.verdict = finished.value
-            self.decided_at = world.env.now
-            self.done = True
-            self.action = (self.verdict.ok, bool(getattr(self.check, "rolls_back", True)))
-            return None
-        except CheckFailed as failed:
-            record_failure(self, failed)
-            self.done = True
-            return None
-        self.waits.append(wait)
-        return wait
-
-    def result(self, world: _World, tally: SiteTally, seed: int, bad: bool) -> RunResult:
-        """Its result in ``world``, the world whose rest it shares (as ``_result`` gives it)."""
-        return RunResult(
-            check=check_name(self.check),
-            seed=seed,
-            verdict=self.verdict,
-            decided_at_s=None if self.verdict is None else self.decided_at - world.publish_at_s,
-            rollback=world.rollback,
-            late_failure_at_s=world.late_failure_at_s,
-            site=tally,
-            looks=tuple(self.looks),
-            bad=bad,
-            error=self.error,
-            error_detail=self.error_detail,
-            trace=None,
-        )
-
-
-class _Shared:
-    """One world that several checks ride, until one decides.
-
-    Why it gives each check its own world's result: a look reads the machines and
-    changes nothing, and SimPy orders simultaneous events by when they were scheduled,
-    so the events one check adds never reorder another's against the world's. Until a
-    verdict acts, each rider sees exactly what it would alone. The first verdict acts
-    here; riders whose next look is the very next event of the same instant (nothing of
-    the world between) look now, before it acts, and those that decide the same thing
-    (pass, or fail with the same rollback) share this world's rest. Every other rider
-    goes ``away`` to a new world, which replays its recorded waits (same events, same
-    order) without asking the check again, and goes on from there.
-    """
-
-    def __init__(self, world: _World, riders: Sequence[_Rider]) -> None:
-        world.stop_when_settled = True
-        self.world = world
-        self.riders = list(riders)
-        self.members: list[_Rider] = []  # whose result this world gives
-        self.away: list[_Rider] = []
-        self._gone: set[int] = set()  # ids of riders away from this world
-        self._acting: tuple[bool, bool] | None = None  # the action being taken now
-        #: Each pending look's timeout: the rider and the look it leads to.
-        self._pending: dict[int, tuple[simpy.Timeout, _Rider, int]] = {}
-
-    def run(self) -> None:
-        """Simulate to the horizon (or until settled); say who shares this world's result."""
-        world = self.world
-        before = world.scenario.previous
-        env = world.env
-        if before is not None and before.asleep:
-            env.process(_previous_release(world))
-            env.process(self._publish(launch_previous=False))
-        else:
-            env.process(self._publish(launch_previous=True))
-        env.run(until=world.scenario.horizon_s)
-        if not world.diverged:
-            world.proved_bad = release_crashes(world)
-        if self._acting is None:  # nothing acted: every rider still here shares it
-            self.members = [r for r in self.riders if id(r) not in self._gone]
-        self.away.sort(key=self.riders.index)
-
-    def _publish(self, launch_previous: bool) -> Generator[Any, Any, None]:
-        # The same steps as ``_publish``: the roll, then each check's first answer in the
-        # same step, in check order.
-        yield from _roll(self.world, launch_previous)
-        for rider in self.riders:
-            if id(rider) not in self._gone:
-                self._at(rider, -1)
-
-    def _at(self, rider: _Rider, k: int) -> None:
-        """Look ``k`` is due (-1: the publish step): look, and wait or decide."""
-        while True:
-            wait = rider.reply(self.world, k)
-            if wait is None:
-                self._decided(rider)
-                return
-            k += 1
-            if wait:
-                if self._acting is not None:  # looked before a verdict acts: it rides on elsewhere
-                    self._leave(rider)
-                    return
-                timeout = self.world.env.timeout(wait)
-                timeout.callbacks.append(self._due)
-                self._pending[id(timeout)] = (timeout, rider, k)
-                return
-
-    def _due(self, event: simpy.events.Event) -> None:
-        _, rider, k = self._pending.pop(id(event))
-        if id(rider) not in self._gone:
-            self._at(rider, k)
-
-    def _leave(self, rider: _Rider) -> None:
-        if id(rider) not in self._gone:
-            self._gone.add(id(rider))
-            self.away.append(rider)
-
-    def _decided(self, rider: _Rider) -> None:
-        if self._acting is not None:  # deciding in the step of another's verdict
-            if rider.action == self._acting:
-                self.members.append(rider)
-                self._gone.add(id(rider))  # decided here: no more looks in this world
-            else:
-                self._leave(rider)
-            return
-        if rider.action is None:  # an error (or no verdict): the world goes on as without it
-            return
-        self._acting = rider.action
-        self.members = [rider]
-        self._gone.add(id(rider))
-        self._same_step()
-        # Everyone else needs a world where this verdict did not act.
-        for other in self.riders:
-            if other not in self.members:
-                self._leave(other)
-        assert rider.verdict is not None
-        _act(self.world, rider.verdict, rider.action[1])
-
-    def _same_step(self) -> None:
-        """Let riders whose look is the very next event, in this instant, look now."""
-        env = self.world.env
-        # SimPy's queue is a heap of (time, priority, id, event); its front is what
-        # ``env.step`` runs next. Private to SimPy (4.x): only our own look timeouts are
-        # taken off it, and only when they are next (tests/test_shared_worlds.py).
-        queue = env._queue
-        while queue and queue[0][0] == env.now and id(queue[0][3]) in self._pending:
-            event = heapq.heappop(queue)[3]
-            _, other, k = self._pending.pop(id(event))
-            if id(other) not in self._gone:
-                self._at(other, k)
+        return run_result(world, check, bad, trace)

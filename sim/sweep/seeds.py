@@ -20,7 +20,8 @@ from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBud
 from platform_testbed.sim.checkload.loader import build_checks
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.publish.compare import Batch, Runner, SeedTally, Want
-from platform_testbed.sim.publish.world import RunResult, run_checks
+from platform_testbed.sim.publish.sharing import run_checks
+from platform_testbed.sim.publish.world import RunResult
 from platform_testbed.sim.runtime.signals import reraise_pending
 from platform_testbed.sim.sweep.run import TASK_TARGET_S, run_tasks
 from platform_testbed.sim.sweep.units import Progress

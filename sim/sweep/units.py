@@ -20,7 +20,8 @@ from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBud
 from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config.scenario import validate
 from platform_testbed.sim.publish.compare import RESULT_COLUMNS, RunStep, result_row
-from platform_testbed.sim.publish.world import ground_truth, run_checks
+from platform_testbed.sim.publish.sharing import run_checks
+from platform_testbed.sim.publish.world import ground_truth
 from platform_testbed.sim.sweep.file import Env, Sweep, validation_env
 
 Row = dict[str, Any]
