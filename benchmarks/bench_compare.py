@@ -14,7 +14,7 @@ pure-Python loop, before and after, the most the pool could give on this machine
 A pooled run here starts its workers (as the command does) from a forkserver that is
 already up: one untimed pooled run first pays for the server's imports.
 
-    python benchmarks/bench_compare.py [--runs 3000] [--rounds 3] [--scenario sept25-crash-loop]
+    python benchmarks/bench_compare.py [--runs 8000] [--rounds 3] [--scenario sept25-crash-loop]
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def run(scenario: str, runs: int, workers: int) -> Timed:
 def main() -> None:
     """Measure and print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3000, help="seeds per run (default 3000)")
+    parser.add_argument("--runs", type=int, default=8000, help="seeds per run (default 8000)")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each (default 3)")
     parser.add_argument("--scenario", default="sept25-crash-loop")
     args = parser.parse_args()
