@@ -158,3 +158,19 @@ def test_tasks_cut_from_both_ends_cover_every_unit_once() -> None:
     assert sorted(covered) == list(range(1000))
     assert len({hi - lo for lo, hi in order.ends.items()}) > 2  # more than one size was cut
     assert tasks.made == len(order.ends)
+
+
+def test_long_tasks_end_short_and_this_process_takes_short_ones() -> None:
+    """Tasks of a longer target: the back's (this process's) are the short size, and the
+    front's shrink near the end (to a 2 * workers-th of what is left, at least short)."""
+    order = _InOrder(None, None)
+    tasks = _Tasks(order, 1000, 100, 0.5, short=20, workers=2)
+    assert tasks.back() == (980, 1000)
+    sizes = []
+    while (task := tasks.front()) is not None:
+        sizes.append(task[1] - task[0])
+    assert sum(sizes) == 980  # every unit once
+    assert sizes[:6] == [100] * 6  # 980 - 600 = 380 left: a quarter is 95
+    assert sizes[6:9] == [95, 72, 54]
+    assert sizes[-1] <= 20
+    assert min(sizes[:-1]) == 20  # never shorter than short, but for the very last
