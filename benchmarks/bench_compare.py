@@ -5,7 +5,9 @@ own ``main``), on ``--workers 1`` and ``--workers 2`` alternately (A B B A A B .
 order turned every round, so a load that drifts burdens both alike), and prints the best
 and the median of each, their ratio, and the CPU seconds this process (the parent: its
 main thread and the pool's threads, ``getrusage(RUSAGE_SELF)``) used in each 2-worker run,
-also as a share of the whole work (the 1-worker run's CPU). The parent's CPU does not move
+also as a share of the whole work (the 1-worker run's CPU): that includes the seeds it runs
+itself (the calibration, and short tasks while the workers start), so it is an upper bound
+of what the pool costs it. The parent's CPU does not move
 with other users' load as wall time does: it is the figure to judge the parent by on a
 shared machine. The outputs of every run must be the same bytes, or the bench stops.
 
