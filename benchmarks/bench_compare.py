@@ -7,9 +7,9 @@ and the median of each, their ratio, and the CPU seconds this process (the paren
 main thread and the pool's threads, ``getrusage(RUSAGE_SELF)``) used in each 2-worker run,
 also as a share of the whole work (the 1-worker run's CPU): that includes the seeds it runs
 itself (the calibration, and short tasks while the workers start), so it is an upper bound
-of what the pool costs it. The parent's CPU does not move
-with other users' load as wall time does: it is the figure to judge the parent by on a
-shared machine. The outputs of every run must be the same bytes, or the bench stops.
+of what the pool costs it. The parent's CPU does not move with other users' load as wall
+time does: it is the figure to judge the parent by on a shared machine. The outputs of
+every run must be the same bytes, or the bench stops.
 
 The control is ``bench_core.burn_speedup``: what 2 processes get over 1 right now for a
 pure-Python loop, before and after, the most the pool could give on this machine today.
