@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
-from platform_testbed.sim.runtime.scheduler import DASK_TIMEOUT_S, completed, connect_client
+from platform_testbed.sim.runtime.scheduler import DASK_TIMEOUT_S, completed, connect_client, scatter
 from platform_testbed.sim.runtime.signals import Readable, die_with, start_forkserver
 from platform_testbed.sim.sweep.file import Sweep
 from platform_testbed.sim.sweep.output import Chunk, RowFormat, StreamSink, SweepResult, Tally
@@ -507,7 +507,7 @@ def _run_dask(
     client = connect_client(address)
     futures = []
     try:
-        remote = client.scatter(work, broadcast=True)
+        remote = scatter(client, work, address)
         futures = [client.submit(_call, remote, lo, hi, pure=False) for lo, hi in ranges]
         for future in completed(client, futures, address):
             lo, rows = future.result()
