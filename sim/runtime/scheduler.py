@@ -149,9 +149,9 @@ def scatter(client: Client, data: Any, address: str, timeout_s: float | None = N
     bound = DASK_TIMEOUT_S if timeout_s is None else timeout_s
     try:
         # ``Client.scatter(timeout=...)`` bounds only its wait for workers, not the
-        # scheduler's replies (measured: a silent relay held it until the test cut it at 30 s), and it does not
-        # pass ``callback_timeout`` on: the coroutine it runs, under distributed's own
-        # bound on the whole call, as ``completed`` asks the scheduler below.
+        # scheduler's replies (measured: a silent relay held it until the test cut it at
+        # 30 s), and it does not pass ``callback_timeout`` on: the coroutine it runs, under
+        # distributed's own bound on the whole call, as ``completed`` asks the scheduler.
         return client.sync(client._scatter, data, broadcast=True, callback_timeout=bound)
     except Exception:  # a timeout, or the connection lost: either way, no answer
         raise BadInput(f"--dask {address}: the scheduler stopped answering (no reply within "
