@@ -120,6 +120,7 @@ bench: $(STAMP_RUN)
 	$(BIN)/python benchmarks/bench_core.py
 	$(BIN)/python benchmarks/bench_scale.py
 	$(BIN)/python benchmarks/bench_startup.py
+	$(BIN)/python benchmarks/bench_compare.py
 
 # The import graph of checks/ and sim/ with layers, levels and line counts (stdlib only,
 # so no install needed); tests/test_layout.py runs the same rules with --check.

@@ -164,6 +164,21 @@ def test_connect_client_is_bounded_at_a_listener_that_accepts_and_says_nothing(
 
 
 @pytest.mark.usefixtures("short_bounds")
+def test_a_scheduler_silent_when_the_work_is_scattered_ends_in_one_line(relay: Relay) -> None:
+    """Connected, then silence before the work reaches the workers: the scatter is bounded
+    too (it used to wait for ever), BadInput after about the 1 s bound."""
+    client = scheduler.connect_client(relay.address)
+    try:
+        relay.silent.set()
+        silent = r"the scheduler stopped answering \(no reply within 1 s while the work went"
+        with bounded(), pytest.raises(BadInput, match=silent):
+            scheduler.scatter(client, list(range(1000)), relay.address)
+    finally:
+        relay.silent.clear()  # let the client say goodbye
+        client.close(timeout=5)
+
+
+@pytest.mark.usefixtures("short_bounds")
 def test_a_scheduler_silent_mid_sweep_is_noticed_by_the_heartbeat(relay: Relay) -> None:
     """Connected, a task running, then silence: ``completed`` asks after 0.2 s of quiet and
     ends in BadInput when no reply comes within 1 s."""

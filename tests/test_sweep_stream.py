@@ -9,7 +9,7 @@ import pytest
 
 from platform_testbed.sim.sweep import file as sweep_file
 from platform_testbed.sim.sweep.output import Tally, streaming_rows, summarise, write_rows
-from platform_testbed.sim.sweep.run import _InOrder, _Tasks, run_sweep
+from platform_testbed.sim.sweep.run import TASK_TARGET_S, _InOrder, _Tasks, run_sweep
 from platform_testbed.sim.sweep.units import Row
 
 
@@ -148,7 +148,7 @@ def test_rows_formatted_on_dask_are_the_bytes_written_whole(tmp_path: Path) -> N
 def test_tasks_cut_from_both_ends_cover_every_unit_once() -> None:
     """Tasks from the front and the back, resized as they go, give each unit exactly once."""
     order = _InOrder(None, None)
-    tasks = _Tasks(order, 1000, 7, adapt=True)
+    tasks = _Tasks(order, 1000, 7, TASK_TARGET_S)
     covered: list[int] = []
     step = 0
     while (task := (tasks.back() if step % 3 == 0 else tasks.front())) is not None:
@@ -158,3 +158,19 @@ def test_tasks_cut_from_both_ends_cover_every_unit_once() -> None:
     assert sorted(covered) == list(range(1000))
     assert len({hi - lo for lo, hi in order.ends.items()}) > 2  # more than one size was cut
     assert tasks.made == len(order.ends)
+
+
+def test_long_tasks_end_short_and_this_process_takes_short_ones() -> None:
+    """Tasks of a longer target: the back's (this process's) are the short size, and the
+    front's shrink near the end (to a 2 * workers-th of what is left, at least short)."""
+    order = _InOrder(None, None)
+    tasks = _Tasks(order, 1000, 100, 0.5, short=20, workers=2)
+    assert tasks.back() == (980, 1000)
+    sizes = []
+    while (task := tasks.front()) is not None:
+        sizes.append(task[1] - task[0])
+    assert sum(sizes) == 980  # every unit once
+    assert sizes[:6] == [100] * 6  # 980 - 600 = 380 left: a quarter is 95
+    assert sizes[6:9] == [95, 72, 54]
+    assert sizes[-1] <= 20
+    assert min(sizes[:-1]) == 20  # never shorter than short, but for the very last

@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
+from functools import partial
+from typing import TYPE_CHECKING
 
 from platform_testbed.checks import BUILTIN_CHECKS, Check
 from platform_testbed.sim import checkcmd
@@ -38,6 +41,9 @@ from platform_testbed.sim.publish.compare import SCHEMA_VERSION, compare
 from platform_testbed.sim.publish.recording import Recorder, load_recordings, replay_all, replay_json
 from platform_testbed.sim.publish.world import run
 from platform_testbed.sim.show import junit, report
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 # As in sim.cli.parser (which cannot be imported from here: it imports this module).
 EXIT_OK, EXIT_EXPECTATION = 0, 1
@@ -108,6 +114,29 @@ def cmd_series(args: argparse.Namespace) -> int:
     return EXIT_EXPECTATION if result.failed_expectations else EXIT_OK
 
 
+def _seeds_bar(runs: int, name: str) -> tuple[Progress | None, Callable[[int], None] | None]:
+    """A bar on stderr for a long comparison and what advances it by a number of seeds.
+
+    Only where a person watches (never in CI logs), and the sweep's bar, counting seeds:
+    one a seed when they run here, a task's seeds at a time on a pool.
+    """
+    if runs < 50 or not sys.stderr.isatty():
+        return None, None
+    from rich.console import Console  # noqa: PLC0415 -- rich only when a bar is shown
+
+    from platform_testbed.sim.cli.sweep import sweep_progress  # noqa: PLC0415
+
+    bar = sweep_progress(name, Console(stderr=True), unit="seeds", transient=True)
+    return bar, partial(bar.advance, bar.add_task("compare", total=runs))
+
+
+def _ticking(seeds: Iterable[int], tick: Callable[[int], None]) -> Iterator[int]:
+    """The seeds, telling ``tick`` of each one as the next is asked for (it has run)."""
+    for seed in seeds:
+        yield seed
+        tick(1)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run the checks side by side in the same world(s)."""
     budget = check_budget(args)
@@ -135,19 +164,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # The first seed and the last (--seed S --runs N ends at S + N - 1), before any world runs.
     seeds: Iterable[int] = seed_range("--runs", first_seed(seed), args.runs)
     recorder = Recorder(loaded.publish_started_ms, loaded.check.model_dump(), setups(built))
-    runner = seed_runner(args, loaded, names_asked, check_options(args.check_opt), budget)  # None: here
-    # A bar on stderr for long comparisons, only where a person watches (never in CI logs).
-    if args.runs >= 50 and sys.stderr.isatty() and runner is None:
-        from rich.console import Console  # noqa: PLC0415 -- rich only when a bar is shown
-        from rich.progress import track  # noqa: PLC0415
-
-        seeds = track(seeds, description=loaded.name[:24], total=args.runs, transient=True,
-                      console=Console(stderr=True))
+    bar, tick = _seeds_bar(args.runs, loaded.name)
+    runner = seed_runner(args, loaded, names_asked, check_options(args.check_opt), budget,
+                         progress=tick)  # None: here
+    if tick is not None and runner is None:
+        seeds = _ticking(seeds, tick)
     # Runs are held (for --json's "runs" and the one-run report) only while few; past
     # INLINE_RUNS, or with --summary, memory stays flat in the number of runs.
     # --junit lists every seed: it holds the runs too.
     keep = (not args.summary and args.runs <= INLINE_RUNS) or bool(args.junit)
-    with details(args.details, args.force, loaded.publish_started_ms) as on_run:
+    with bar or nullcontext(), details(args.details, args.force, loaded.publish_started_ms) as on_run:
         result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
                          setups=setups(built), keep_runs=keep, on_run=on_run, budget=budget,
                          steps=steps, runner=runner)
@@ -221,15 +247,20 @@ def cmd_checks(args: argparse.Namespace) -> int:
     steps = twinopts.steps(args)
     twinopts.bound_wall(steps, len(shipped) * args.runs, "world(s)")
     rules: dict[str, str] = {}
-    for name in shipped:
-        loaded = scenario.load(name)
-        built = build_checks(names, loaded.check, extra)
-        twinopts.check_against(steps, [b.setup.name for b in built], args)
-        reports.append(compare(loaded, [b.check for b in built],
-                               range(loaded.seed, loaded.seed + args.runs), setups=setups(built),
-                               keep_runs=bool(args.junit), budget=budget, steps=steps,
-                               runner=seed_runner(args, loaded, names, extra, budget)))
-        rules = {b.setup.name: _rule(b.check) for b in built}
+    bar, tick = _seeds_bar(len(shipped) * args.runs, "checks")
+    with bar or nullcontext():
+        for name in shipped:
+            loaded = scenario.load(name)
+            built = build_checks(names, loaded.check, extra)
+            twinopts.check_against(steps, [b.setup.name for b in built], args)
+            runner = seed_runner(args, loaded, names, extra, budget, progress=tick)
+            seeds: Iterable[int] = range(loaded.seed, loaded.seed + args.runs)
+            if tick is not None and runner is None:
+                seeds = _ticking(seeds, tick)
+            reports.append(compare(loaded, [b.check for b in built], seeds, setups=setups(built),
+                                   keep_runs=bool(args.junit), budget=budget, steps=steps,
+                                   runner=runner))
+            rules = {b.setup.name: _rule(b.check) for b in built}
     rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
     rules |= twinopts.rules(steps)  # and a process's rows: its command
     twinopts.report_timings(steps)

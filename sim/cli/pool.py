@@ -7,7 +7,7 @@ when a command runs on one.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from platform_testbed.sim.config.settings import BadInput, at_most, env_limit
@@ -45,9 +45,10 @@ def check_workers(args: argparse.Namespace) -> None:
 
 
 def seed_runner(args: argparse.Namespace, scenario: Scenario, names: Sequence[str],
-                extra: Mapping[str, Any], budget: CheckBudget) -> Runner | None:
+                extra: Mapping[str, Any], budget: CheckBudget, *,
+                progress: Callable[[int], None] | None = None) -> Runner | None:
     """The pool ``compare`` runs ``args.runs`` seeds on (the budget goes with every task),
-    or None to run them here."""
+    or None to run them here. ``progress`` hears how many seeds each finished task ran."""
     check_workers(args)
     if args.dask is not None:  # judged and reached before any world runs, as a sweep's
         from platform_testbed.sim.runtime.scheduler import check_scheduler  # noqa: PLC0415
@@ -58,4 +59,4 @@ def seed_runner(args: argparse.Namespace, scenario: Scenario, names: Sequence[st
         return None
     from platform_testbed.sim.sweep.seeds import pooled  # noqa: PLC0415 -- the model, only now
 
-    return pooled(scenario, names, extra, workers, args.dask, budget=budget)
+    return pooled(scenario, names, extra, workers, args.dask, budget=budget, progress=progress)

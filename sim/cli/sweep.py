@@ -52,11 +52,15 @@ DEFAULT_OUT_DIR = Path("out")
 
 
 class _RateColumn(ProgressColumn):
-    """Worlds per second, averaged by rich over the recent past."""
+    """Units (worlds, seeds) per second, averaged by rich over the recent past."""
+
+    def __init__(self, unit: str, table_column: Column | None = None) -> None:
+        super().__init__(table_column)
+        self.unit = unit
 
     def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
-        return Text("-- worlds/s" if speed is None else f"{speed:,.0f} worlds/s")
+        return Text(f"-- {self.unit}/s" if speed is None else f"{speed:,.0f} {self.unit}/s")
 
 
 #: The sweep's name is cut (with an ellipsis) past this, so the bar fits 80 columns.
@@ -69,8 +73,12 @@ BAR_COLUMNS = 10
 _OPTIONAL = (("elapsed", 7), ("rate", 15), ("eta", 3 + 1 + 7))
 
 
-def sweep_progress(name: str, console: Console, disable: bool = False) -> Progress:
+def sweep_progress(name: str, console: Console, disable: bool = False, *, unit: str = "worlds",
+                   transient: bool = False) -> Progress:
     """The sweep's bar, as wide as the console: the bar takes what the other columns leave.
+
+    ``compare --runs N`` shows it too, counting seeds (``unit``), and clears it when done
+    (``transient``): its table follows on the terminal.
 
     At 80 columns: name 20, counts 11 (``10000/10000``), rate, elapsed, ETA and the bar.
     Narrower, the ETA goes first, then the rate, then the elapsed time, then the name
@@ -93,12 +101,12 @@ def sweep_progress(name: str, console: Console, disable: bool = False) -> Progre
         MofNCompleteColumn(table_column=Column(no_wrap=True)),
     ]
     if "rate" in kept:
-        columns.append(_RateColumn(table_column=Column(no_wrap=True)))
+        columns.append(_RateColumn(unit, table_column=Column(no_wrap=True)))
     if "elapsed" in kept:
         columns.append(TimeElapsedColumn(table_column=Column(no_wrap=True)))
     if "eta" in kept:
         columns += [TextColumn("ETA"), TimeRemainingColumn(table_column=Column(no_wrap=True))]
-    return Progress(*columns, console=console, disable=disable, expand=True)
+    return Progress(*columns, console=console, disable=disable, expand=True, transient=transient)
 
 
 def _with_processes(sweep: Sweep, args: argparse.Namespace) -> tuple[Sweep, list[ProcessStep]]:

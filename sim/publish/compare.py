@@ -7,10 +7,13 @@ text reports (``sim.show.report``) are rendered from the same values.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from platform_testbed.checks import Check, Event
 from platform_testbed.checks.drive import check_name
@@ -53,6 +56,7 @@ class RunStep(Protocol):
 
 #: Each outcome's place among ``OutcomeCounts``' fields (``OUTCOMES`` order).
 _OUTCOME_AT = {outcome: i for i, outcome in enumerate(OUTCOMES)}
+_OUTCOME_OF = cast("tuple[Outcome, ...]", OUTCOMES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,12 @@ class OutcomeCounts:
                   self.undecided, self.error]
         counts[_OUTCOME_AT[outcome]] += 1
         return OutcomeCounts(*counts)
+
+    def folded(self, outcomes: bytes) -> OutcomeCounts:
+        """These counts with one more run of each outcome coded in ``outcomes`` (``SeedTally``)."""
+        counts = [self.caught, self.missed, self.passed, self.false_alarm, self.blind,
+                  self.undecided, self.error]
+        return OutcomeCounts(*(n + outcomes.count(i) for i, n in enumerate(counts)))
 
     @property
     def total(self) -> int:
@@ -118,6 +128,21 @@ class CheckStats:
             errors=self.errors + bool(result.error_detail),
             first_error_seed=result.seed if first else self.first_error_seed,
             first_error_detail=result.error_detail if first else self.first_error_detail,
+        )
+
+    def folded(self, tally: CheckTally, runs: int) -> CheckStats:
+        """These stats with ``runs`` more, tallied where they ran: the same sums, bit for bit,
+        as ``plus`` on each (``reduce`` adds left to right, as ``plus`` does; not ``sum``,
+        which compensates its rounding on Python 3.12+)."""
+        first = tally.first_error if self.first_error_seed is None else None
+        return CheckStats(
+            runs=self.runs + runs,
+            down_s=functools.reduce(operator.add, tally.down_s, self.down_s),
+            decided=self.decided + len(tally.decided_s),
+            decided_s=functools.reduce(operator.add, tally.decided_s, self.decided_s),
+            errors=self.errors + tally.errors,
+            first_error_seed=self.first_error_seed if first is None else first[0],
+            first_error_detail=self.first_error_detail if first is None else first[1],
         )
 
     @property
@@ -335,10 +360,103 @@ def result_json(result: RunResult, publish_started_ms: int) -> dict[str, Any]:
     }
 
 
-#: Runs every check in the given seeds' worlds, handing each seed's results to the
-#: callback in seed order (``compare``'s ``runner``; ``sim.sweep.seeds`` runs them on a pool).
-#: Its last argument says whether the results need their looks (else they may come without).
-Runner = Callable[[Sequence[int], Callable[[int, Sequence[RunResult]], None], bool], None]
+@dataclass(frozen=True, slots=True)
+class CheckTally:
+    """One check over a task's seeds: what its summary needs of them, in seed order."""
+
+    #: Each seed's outcome, one byte each: its place in ``OUTCOMES``.
+    outcomes: bytes
+    #: Each seed's ``site.down_s``.
+    down_s: array[float]
+    #: ``decided_at_s`` of the seeds whose check decided, only those (adding the others'
+    #: 0.0 changes no bit of a sum that starts at 0.0).
+    decided_s: array[float]
+    #: How many seeds' runs raised (``error_detail``), and the first of them.
+    errors: int
+    first_error: tuple[int, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class SeedTally:
+    """A task's seeds folded where they ran, for a summary: no ``RunResult`` travels back.
+
+    ``compare`` folds tallies in seed order with C loops (``bytes.count``, a left-to-right
+    ``reduce`` of float adds, the very adds ``CheckStats.plus`` makes one by one), so the
+    summary, the stats and the expectations failed are the ones the results give.
+    """
+
+    #: The task's seeds, in order (a ``range`` stays one: it pickles small).
+    seeds: Sequence[int]
+    names: tuple[str, ...]
+    #: Each check's tally, in the order of ``names``.
+    checks: tuple[CheckTally, ...]
+
+    @classmethod
+    def of(cls, seeds: Sequence[int], runs: Iterable[Sequence[RunResult]]) -> SeedTally:
+        """The tally of ``seeds``, given each seed's results (the checks in one order) in turn."""
+        names: tuple[str, ...] = ()
+        outcomes: list[bytearray] = []
+        downs: list[array[float]] = []
+        decideds: list[array[float]] = []
+        errors: list[int] = []
+        firsts: list[tuple[int, str] | None] = []
+        for taken, (seed, results) in enumerate(zip(seeds, runs, strict=True)):
+            if not taken:  # the first seed's results name the checks
+                names = tuple(r.check for r in results)
+                n = len(names)
+                outcomes, errors, firsts = [bytearray() for _ in names], [0] * n, [None] * n
+                downs, decideds = [array("d") for _ in names], [array("d") for _ in names]
+            for i, result in enumerate(results):
+                outcomes[i].append(_OUTCOME_AT[result.outcome])
+                downs[i].append(result.site.down_s)
+                if result.decided_at_s is not None:
+                    decideds[i].append(result.decided_at_s)
+                if result.error_detail:
+                    errors[i] += 1
+                    if firsts[i] is None:
+                        firsts[i] = (seed, result.error_detail)
+        return cls(seeds, names, tuple(
+            CheckTally(bytes(o), d, s, e, f)
+            for o, d, s, e, f in zip(outcomes, downs, decideds, errors, firsts, strict=True)))
+
+    def __len__(self) -> int:
+        """How many seeds it holds (a pool counts a batch by its length)."""
+        return len(self.seeds)
+
+
+#: What a ``Runner``'s tasks send back: each seed's results with their looks ("looks"), the
+#: results without them ("results"), or only a ``SeedTally`` of the task's seeds ("tally").
+Want = Literal["looks", "results", "tally"]
+#: One task's seeds as a runner hands them on: ``(seed, results)`` in seed order, or a ``SeedTally``.
+Batch = SeedTally | Sequence[tuple[int, Sequence[RunResult]]]
+#: Runs every check in the given seeds' worlds elsewhere (``compare``'s ``runner``;
+#: ``sim.sweep.seeds`` runs them on a pool) as ``want`` says, and hands each task's batch to
+#: the callback, in seed order: ``runner(seeds, want, fold)``.
+Runner = Callable[[Sequence[int], Want, Callable[[Batch], None]], None]
+
+
+def _fold(batch: SeedTally, counts: dict[str, OutcomeCounts], stats: dict[str, CheckStats],
+          expect: Mapping[str, Outcome]) -> list[ExpectationMiss]:
+    """Fold a task's tally into ``counts`` and ``stats``; the expectations it failed, in order."""
+    misses: list[tuple[int, int, ExpectationMiss]] = []
+    for at, (name, tally) in enumerate(zip(batch.names, batch.checks, strict=True)):
+        counts[name] = counts[name].folded(tally.outcomes)
+        stats[name] = stats[name].folded(tally, len(batch.seeds))
+        expected = expect.get(name)
+        if expected is not None:
+            misses += _misses(batch.seeds, at, name, expected, tally.outcomes)
+    # Seed by seed, and within a seed check by check: the order ``take`` finds them in.
+    return [miss for _, _, miss in sorted(misses, key=lambda m: m[:2])]
+
+
+def _misses(seeds: Sequence[int], at: int, name: str, expected: Outcome,
+            outcomes: bytes) -> list[tuple[int, int, ExpectationMiss]]:
+    """The seeds whose outcome is not ``expected``, keyed by (seed's place, check's place)."""
+    code = _OUTCOME_AT[expected]
+    if outcomes.count(code) == len(outcomes):  # all held: one C scan
+        return []
+    return [(i, at, ExpectationMiss(seeds[i], name, expected, _OUTCOME_OF[c]))
+            for i, c in enumerate(outcomes) if c != code]
 
 
 def compare(
@@ -363,8 +481,9 @@ def compare(
     ``budget`` is what every check is driven under (``sim.checkload.budget``).
     Each of ``steps`` gives one more row per seed, after the checks', on the same truth.
     ``runner`` runs the checks' worlds elsewhere (a pool: ``sim.sweep.seeds``, which hands
-    the budget on); the results are folded here in seed order either way, so the comparison
-    is the same.
+    the budget on); the results, or for a summary alone (``keep_runs=False``, no callback,
+    no step) each task's ``SeedTally``, are folded here in seed order either way, so the
+    comparison is the same.
     """
     names = tuple(check_name(c) for c in checks) + tuple(s.name for s in steps)
     if len(set(names)) != len(names):
@@ -399,13 +518,28 @@ def compare(
         if keep_runs:
             runs.append(run)
 
+    def fold(batch: Batch) -> None:
+        nonlocal total, first_seed, last_seed
+        if not isinstance(batch, SeedTally):
+            for seed, results in batch:
+                take(seed, results)
+            return
+        if not batch.seeds:
+            return
+        total += len(batch.seeds)
+        first_seed = batch.seeds[0] if first_seed is None else first_seed
+        last_seed = batch.seeds[-1]
+        failures.extend(_fold(batch, counts, stats, scenario.expect))
+
     if runner is None or not checks:
         for seed in seeds:
             take(seed, run_checks(scenario, seed, checks, budget) if checks else ())
     else:
+        # A summary alone needs no result back: each task sends its seeds' tally.
+        want: Want = ("looks" if keep_runs or on_result is not None or on_run is not None
+                      else "tally" if not steps else "results")
         # A range stays a range: it is what a pool's tasks carry to their workers.
-        needs_looks = keep_runs or on_result is not None or on_run is not None
-        runner(seeds if isinstance(seeds, range) else list(seeds), take, needs_looks)
+        runner(seeds if isinstance(seeds, range) else list(seeds), want, fold)
     return Comparison(
         scenario=scenario.name,
         description=scenario.description,

@@ -142,6 +142,22 @@ def connect_client(address: str, timeout_s: float | None = None) -> Client:
     return client
 
 
+def scatter(client: Client, data: Any, address: str, timeout_s: float | None = None) -> Any:
+    """``data`` scattered to every worker (``Client.scatter(broadcast=True)``), within
+    ``timeout_s`` (default ``DASK_TIMEOUT_S``), else BadInput: a scheduler that went silent
+    once connected would otherwise hold the scatter for ever."""
+    bound = DASK_TIMEOUT_S if timeout_s is None else timeout_s
+    try:
+        # ``Client.scatter(timeout=...)`` bounds only its wait for workers, not the
+        # scheduler's replies (measured: a silent relay held it until the test cut it at 30 s), and it does not
+        # pass ``callback_timeout`` on: the coroutine it runs, under distributed's own
+        # bound on the whole call, as ``completed`` asks the scheduler below.
+        return client.sync(client._scatter, data, broadcast=True, callback_timeout=bound)
+    except Exception:  # a timeout, or the connection lost: either way, no answer
+        raise BadInput(f"--dask {address}: the scheduler stopped answering (no reply within "
+                       f"{bound:g} s while the work went to its workers)") from None
+
+
 def completed(client: Client, futures: Sequence[Future], address: str,
               heartbeat_s: float | None = None, timeout_s: float | None = None) -> Iterator[Future]:
     """``futures`` in the order they finish (as ``distributed.as_completed``), with a

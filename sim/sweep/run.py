@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
-from platform_testbed.sim.runtime.scheduler import DASK_TIMEOUT_S, completed, connect_client
+from platform_testbed.sim.runtime.scheduler import DASK_TIMEOUT_S, completed, connect_client, scatter
 from platform_testbed.sim.runtime.signals import Readable, die_with, start_forkserver
 from platform_testbed.sim.sweep.file import Sweep
 from platform_testbed.sim.sweep.output import Chunk, RowFormat, StreamSink, SweepResult, Tally
@@ -35,8 +35,13 @@ TASK_TARGET_S = 0.1
 TASK_CEILING_S = 1.0
 
 
-def _calibrate(work: Work, done: _InOrder, progress: Progress | None) -> int:
-    """Run the first units here for ~30 ms; return units per task.
+def _size(per_unit: float, target_s: float) -> int:
+    """Units per task for tasks of about ``target_s``, never past ``TASK_CEILING_S``."""
+    return max(1, min(math.ceil(target_s / per_unit), math.floor(TASK_CEILING_S / per_unit)))
+
+
+def _calibrate(work: Work, done: _InOrder, progress: Progress | None) -> float:
+    """Run the first units here for ~30 ms; return the seconds a unit takes.
 
     The first unit only warms up (imports, caches) and is not timed; a task is sized
     from the median of the others, so one slow unit does not shrink every task.
@@ -53,8 +58,7 @@ def _calibrate(work: Work, done: _InOrder, progress: Progress | None) -> int:
         unit += 1
         if progress:
             progress(1)
-    per_unit = max(statistics.median(costs) if costs else 1.0, 1e-6)
-    return max(1, min(math.ceil(TASK_TARGET_S / per_unit), math.floor(TASK_CEILING_S / per_unit)))
+    return max(statistics.median(costs) if costs else 1.0, 1e-6)
 
 
 class _InOrder:
@@ -182,14 +186,23 @@ def run_tasks(
     *,
     sink: Sink | None = None,
     tally: Tally | None = None,
+    task_s: float = TASK_TARGET_S,
 ) -> Ran:
     """Run every unit of ``work``; items in unit order whoever ran them. Ctrl-C keeps the
     finished tasks' items (``Ran.interrupted``).
 
     ``workers`` local processes (default: one per core; 1 runs here, no pool), or the
     Dask scheduler at ``dask``. ``per_task`` fixes the batch size (default: measured so
-    a task is about ``TASK_TARGET_S`` of work). With ``sink``, items go to it in unit order
+    a task is about ``task_s`` of work). With ``sink``, items go to it in unit order
     as they come and none is kept (memory flat in the number of units).
+
+    A pool's per-task cost here (a submit, a wait, the result's pipe and its thread's
+    wake-ups: about 0.8 ms of this process's CPU a task, measured on 2 loaded cores) is why
+    a work whose batches are small whatever their length (a ``compare`` summary's tallies)
+    asks for longer tasks. Whatever ``task_s``, the tasks this process runs itself while the
+    workers start stay about ``TASK_TARGET_S`` (the workers' first tasks are handed out only
+    when it is free), and the pool's last tasks shrink to that size too, so the workers end
+    together rather than one waiting on the other's long last task.
     """
     done = _InOrder(sink, tally)
     interrupted = False
@@ -199,8 +212,14 @@ def run_tasks(
     pool = _start_pool(workers) if dask is None and workers > 1 and work.units > 1 else None
     tasks = _Tasks(done, work.units, 0)
     try:
-        size = per_task or _calibrate(work, done, progress)
-        tasks = _Tasks(done, work.units, size, adapt=per_task is None)
+        if per_task:
+            size = per_task
+            tasks = _Tasks(done, work.units, size)
+        else:
+            per_unit = _calibrate(work, done, progress)
+            size = _size(per_unit, task_s)
+            tasks = _Tasks(done, work.units, size, task_s, short=_size(per_unit, TASK_TARGET_S),
+                           workers=workers if pool is not None else 0)
         if dask is not None:
             _run_dask(work, tasks.all(), dask, done, progress)
         elif pool is None:
@@ -229,15 +248,23 @@ class _Tasks:
     can follow what the tasks actually cost (``took``): a calibration on a machine busy
     starting the pool, or on the sweep's first and cheapest (or dearest) corner, does not
     fix the size of every task. The units, their order and so every row stay the same.
+
+    With a ``target_s`` (sizes adapt to it), ``size`` is the front's tasks' size and
+    ``short`` (units for ``TASK_TARGET_S``) the back's; with ``workers``, a front task is
+    also at most a ``2 * workers``-th of what is left, and at least ``short``, so the
+    pool's last tasks are short ones. Without, every task is ``size`` units.
     """
 
-    def __init__(self, done: _InOrder, units: int, size: int, adapt: bool = False) -> None:
+    def __init__(self, done: _InOrder, units: int, size: int, target_s: float | None = None,
+                 *, short: int | None = None, workers: int = 0) -> None:
         self.done = done
         self.start = done.last() + 1  # units already run (calibration)
         self.lo = self.start
         self.hi = units
         self.size = size
-        self.adapt = adapt
+        self.short = size if short is None else short
+        self.target_s = target_s
+        self.workers = workers
         self.made = 0
         self._units = 0
         self._seconds = 0.0
@@ -251,14 +278,17 @@ class _Tasks:
         """The next task from the front, or None when every unit has one."""
         if self.lo >= self.hi:
             return None
-        lo, self.lo = self.lo, min(self.lo + self.size, self.hi)
+        size = self.size
+        if self.workers:  # the tail: both workers' last tasks end about together
+            size = min(size, max(self.short, math.ceil((self.hi - self.lo) / (2 * self.workers))))
+        lo, self.lo = self.lo, min(self.lo + size, self.hi)
         return self._cut(lo, self.lo)
 
     def back(self) -> tuple[int, int] | None:
         """The last units' task, or None when every unit has one."""
         if self.lo >= self.hi:
             return None
-        hi, self.hi = self.hi, max(self.hi - self.size, self.lo)
+        hi, self.hi = self.hi, max(self.hi - self.short, self.lo)
         return self._cut(self.hi, hi)
 
     def all(self) -> list[tuple[int, int]]:
@@ -270,13 +300,13 @@ class _Tasks:
 
     def took(self, units: int, seconds: float) -> None:
         """A worker's ``units`` took ``seconds`` of its time: size later tasks to the mean."""
-        if not self.adapt or seconds <= 0:
+        if self.target_s is None or seconds <= 0:
             return
         self._units += units
         self._seconds += seconds
         per_unit = self._seconds / self._units
-        self.size = max(1, min(math.ceil(TASK_TARGET_S / per_unit),
-                               math.floor(TASK_CEILING_S / per_unit)))
+        self.size = _size(per_unit, self.target_s)
+        self.short = _size(per_unit, TASK_TARGET_S)
 
 
 def run_sweep(
@@ -477,7 +507,7 @@ def _run_dask(
     client = connect_client(address)
     futures = []
     try:
-        remote = client.scatter(work, broadcast=True)
+        remote = scatter(client, work, address)
         futures = [client.submit(_call, remote, lo, hi, pure=False) for lo, hi in ranges]
         for future in completed(client, futures, address):
             lo, rows = future.result()
