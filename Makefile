@@ -58,7 +58,8 @@ demo: $(STAMP_RUN)
 # computes meanwhile. The pass on 2 cores, warm bytecode, other load 1.5-3 (uptime): -n 2 174 s,
 # -n 3 136 s, -n 4 121 s. The failure seen once in three -n 3 runs is not a race: it is
 # tests/test_oracle.py's flyctl property finding a world where check and oracle disagree, at
-# any -n (the CI profile draws new worlds each run).
+# any -n (the CI profile draws new worlds each run). A clean clone's `CI=true bash .ci/run`,
+# other load 1-3: 228 s before this layout (-n 2, smoke beside mypy), 170-205 s in 4 runs after.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 2 )))
 PYTEST := HYPOTHESIS_PROFILE=ci MPLBACKEND=Agg $(BIN)/python -m pytest
 test: export PYTHONDONTWRITEBYTECODE =
