@@ -102,18 +102,45 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _imports(tree: ast.AST, type_only: bool = False) -> Iterable[tuple[bool, ast.stmt]]:
-    """Yield every import statement with whether it sits under ``if TYPE_CHECKING:``."""
-    for node in ast.iter_child_nodes(tree):
+def _imports(tree: ast.AST) -> Iterable[tuple[bool, ast.Import | ast.ImportFrom]]:
+    """Yield every import statement with whether it sits under ``if TYPE_CHECKING:``.
+
+    A walk with a stack of its own, past expressions (no statement sits inside one): a
+    generator per node nested as deep as the tree cost ten times more.
+    """
+    stack = [(child, False) for child in ast.iter_child_nodes(tree)]
+    while stack:
+        node, type_only = stack.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield type_only, node
         elif isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.body:
-                yield from _imports(ast.Module(body=[child], type_ignores=[]), True)
-            for child in node.orelse:
-                yield from _imports(ast.Module(body=[child], type_ignores=[]), type_only)
+            stack.extend((child, True) for child in node.body)
+            stack.extend((child, type_only) for child in node.orelse)
         else:
-            yield from _imports(node, type_only)
+            stack.extend((child, type_only) for child in ast.iter_child_nodes(node)
+                         if not isinstance(child, ast.expr))
+
+
+#: One import statement as written: under TYPE_CHECKING, ``from`` form, module, level, names.
+Statement = tuple[bool, bool, str, int, tuple[str, ...]]
+_PARSED: dict[str, tuple[Statement, ...]] = {}
+
+
+def _statements(text: str, filename: str) -> tuple[Statement, ...]:
+    """The import statements of one source text, each distinct text parsed once per process.
+
+    A process that scans several trees (tests/test_layout.py scans a copy of the project per
+    planted break) reads every file each time but parses only what it has not seen.
+    """
+    if text not in _PARSED:
+        _PARSED[text] = tuple(
+            (type_only, isinstance(node, ast.ImportFrom),
+             (node.module or "") if isinstance(node, ast.ImportFrom) else "",
+             node.level if isinstance(node, ast.ImportFrom) else 0,
+             tuple(alias.name for alias in node.names))
+            for type_only, node in _imports(ast.parse(text, filename=filename))
+        )
+    return _PARSED[text]
 
 
 def _package_of(name: str, path: Path) -> str:
@@ -134,19 +161,17 @@ def scan(root: Path = ROOT) -> dict[str, Module]:
         return target or None
 
     for mod in modules.values():
-        tree = ast.parse(mod.path.read_text(), filename=str(mod.path))
-        for type_only, node in _imports(tree):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
+        for type_only, from_form, written, level, names in _statements(mod.path.read_text(),
+                                                                        str(mod.path)):
+            if not from_form:
+                targets = list(names)
             else:
-                assert isinstance(node, ast.ImportFrom)
-                base = node.module or ""
-                if node.level:
+                base = written
+                if level:
                     pkg = _package_of(mod.name, mod.path).split(".")
-                    pkg = pkg[: len(pkg) - node.level + 1]
+                    pkg = pkg[: len(pkg) - level + 1]
                     base = ".".join([*pkg, base] if base else pkg)
-                targets = [f"{base}.{alias.name}" for alias in node.names]
+                targets = [f"{base}.{name}" for name in names]
             for raw in targets:
                 if raw.startswith(PREFIX) and mod.name.split(".")[0] == "checks":
                     mod.external.add("platform_testbed")  # named apart by the checks rule

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build the wheel, install it into a fresh venv outside the checkout, and run every command
 # there from a temporary folder: what a user of `pip install` gets (issue 13).
-# Usage: tools/wheel_smoke.sh PYTHON   (make wheel-smoke passes the project's .venv python)
+# Usage: tools/wheel_smoke.sh PYTHON   (any Python 3.11+: make test passes $(PYTHON), so the smoke
+# runs beside the install of .venv; make wheel-smoke passes the project's .venv python).
+# Nothing here uses the project's .venv: the fresh venv's own pip builds and installs.
 set -euo pipefail
 
 python=$(command -v "${1:-python3}") || { echo "wheel-smoke: no python ${1:-python3}" >&2; exit 1; }
@@ -14,16 +16,17 @@ started=$SECONDS
 step() { printf "\n== %s (at %d s)\n" "$*" "$((SECONDS - started))" >&2; }
 fail() { printf 'wheel-smoke: %s\n' "$*" >&2; exit 1; }
 
-step "build the wheel"
-"$python" -m pip wheel --quiet --no-deps --wheel-dir "$work/dist" "$checkout" 2>"$work/build.log" \
+step "a fresh venv with its own pip (as a user's), which builds the wheel"
+# Its own pip, not the project's: make test starts the smoke before .venv exists.
+"$python" -m venv "$work/venv"
+pip=("$work/venv/bin/python" -m pip)
+"${pip[@]}" wheel --quiet --no-deps --wheel-dir "$work/dist" "$checkout" 2>"$work/build.log" \
   || { cat "$work/build.log" >&2; fail "the wheel did not build"; }
 wheel=$(ls "$work"/dist/*.whl)
 echo "$(basename "$wheel")" >&2
 
-step "a fresh venv, the wheel and its pinned dependencies (no extras)"
-# --without-pip, and the project's pip installs into it (--python): 10 s less than ensurepip.
-"$python" -m venv --without-pip "$work/venv"
-"$python" -m pip --python "$work/venv/bin/python" install --quiet -c "$checkout/constraints.txt" "$wheel"
+step "the wheel and its pinned dependencies (no extras) into the fresh venv"
+"${pip[@]}" install --quiet -c "$checkout/constraints.txt" "$wheel"
 testbed=$work/venv/bin/testbed
 
 # From here on nothing may come from the checkout: a folder of its own, no PYTHONPATH.
@@ -79,10 +82,9 @@ _ARGCOMPLETE=1 _ARGCOMPLETE_IFS=' ' COMP_LINE="$line" COMP_POINT=${#line} \
 grep -q 'sept25-crash-loop' candidates.txt || fail "completing '$line': $(cat candidates.txt)"
 
 step "a user's project with its own checks/ and sim/: the CLI, the Python API, pytest with the kit"
-# The [test] extra (hypothesis) for sim.kit.strategies, and pytest, as a user's CI has them.
-"$python" -m pip --python "$work/venv/bin/python" install --quiet -c "$checkout/constraints.txt" \
-  "$wheel[test]" pytest
-# The harness is the checkout's (stdlib only, run by the project's python); everything it
+# pytest, as a user's CI has it (hypothesis, for sim.kit.strategies, is a dependency).
+"${pip[@]}" install --quiet -c "$checkout/constraints.txt" pytest
+# The harness is the checkout's (stdlib only, run by the given python); everything it
 # runs is the wheel's venv, from inside a project folder it makes (tools/user_project.py).
 "$python" "$checkout/tools/user_project.py" "$work/venv/bin" || fail "the user-project run failed"
 
