@@ -21,7 +21,10 @@ Known difference between the twin and a reading from looks: a requested stop dur
 wait (an autostop, a client's stop) writes no entry (``enters``), so the twin answers it
 at the moment the machine reads stopped, and a reader of looks at the first look that
 shows it stopped. Counting those exits instead would count each update's own stop, which
-a client that updates machines one by one writes after the publish began.
+a client that updates machines one by one writes after the publish began. And an entry the
+capped event list has already dropped by the next look (a crash loop faster than the looks,
+under a small cap) is answered by the twin, which sees it happen, but not seen by a reader
+of looks, which settles at the next entry a look still shows.
 """
 
 from __future__ import annotations
