@@ -1,9 +1,14 @@
-"""Process helpers shared by the tests that hold check commands to leaving no process."""
+"""Process helpers shared by the tests: check commands that must leave no process, and
+pools that must run in a process of their own."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: A check command that runs the command in its arguments, logging each request line and
 #: its answer to the file in its first argument (the wire as the check saw it).
@@ -36,3 +41,17 @@ def children() -> list[int]:
             if int(fields[1]) == os.getpid():
                 mine.append(int(entry.name))
     return mine
+
+
+def run_alone(tmp_path: Path, source: str) -> str:
+    """Run ``source`` as a script in a process of its own (the checkout importable); its stdout.
+
+    For pools: a pool's forkserver outlives the pool, and other tests count this process's
+    children. Fails the test with the script's stderr when it exits non-zero.
+    """
+    script = tmp_path / "alone.py"
+    script.write_text(source)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=os.environ | {"PYTHONPATH": str(ROOT)}, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from platform_testbed.sim.cli.parser import main
+from tests.procs import run_alone
 
 ROOT = Path(__file__).parents[1]
 
@@ -68,12 +69,7 @@ def test_pooled_tasks_arriving_out_of_order_fold_as_the_serial_run(tmp_path: Pat
     """One seed a task on two workers (tasks finish in any order): every run, its looks and
     the summary equal the serial comparison's. In a process of its own: the pool's
     forkserver outlives the pool, and other tests count this process's children."""
-    script = tmp_path / "pooled.py"
-    script.write_text(POOLED_VS_SERIAL)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          env=os.environ | {"PYTHONPATH": str(ROOT)}, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "same"
+    assert run_alone(tmp_path, POOLED_VS_SERIAL).strip() == "same"
 
 
 def test_a_pool_on_the_command_line_is_bad_input_when_out_of_range(

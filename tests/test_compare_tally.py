@@ -32,6 +32,7 @@ from platform_testbed.sim.publish.sharing import run_checks
 from platform_testbed.sim.publish.world import RunResult
 from platform_testbed.sim.show import report
 from platform_testbed.sim.sweep.seeds import SeedWork
+from tests.procs import run_alone
 
 ROOT = Path(__file__).parents[1]
 SCENARIOS = ("sept25-crash-loop", "slow-crash-loop", "healthy-release", "gives-up")
@@ -240,12 +241,7 @@ def test_a_pooled_summary_folds_as_the_serial_one(tmp_path: Path) -> None:
     """Summary tallies from 2 workers, one seed a task (finishing in any order), 7, or sized
     by measurement: the Comparison of the serial run. In a process of its own, as
     tests/test_compare_pool.py's (the pool's forkserver outlives the pool)."""
-    script = tmp_path / "pooled.py"
-    script.write_text(POOLED)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          env=os.environ | {"PYTHONPATH": str(ROOT)}, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "same"
+    assert run_alone(tmp_path, POOLED).strip() == "same"
 
 
 def _testbed(*args: str, cwd: Path) -> tuple[int, bytes]:
