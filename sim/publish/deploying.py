@@ -20,10 +20,9 @@ from typing import Any, Protocol
 
 import simpy
 
-from platform_testbed.checks import Check, Verdict
-from platform_testbed.checks.drive import CheckFailed, drive_deploying
+from platform_testbed.checks import Look, Verdict
+from platform_testbed.checks.drive import CheckFailed
 from platform_testbed.checks.model import Update
-from platform_testbed.sim.checkload.budget import CheckBudget
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.platform.machine import Machine
 from platform_testbed.sim.publish.runresult import RecordedLook
@@ -52,18 +51,16 @@ def unknown_machines(step: Update, known: Sequence[str]) -> str | None:
 
 def drive_publish(
     world: Publishing,
-    check: Check,
-    budget: CheckBudget,
+    steps: Generator[float | Update, Look, Verdict],
     *,
     look: Callable[[], RecordedLook],
     update: Callable[[Sequence[Machine]], None],
     conclude: Callable[[Verdict], None],
 ) -> Generator[Any, Any, None]:
-    """Drive a deploying check in ``world`` to its verdict, carrying out its updates."""
+    """Drive a check's ``steps`` (``checks.drive``'s) in ``world`` to its verdict: wait, look,
+    and carry out each update it asks (only ``drive_deploying``'s steps ask one)."""
     env = world.env
     by_id = {m.id: m for m in world.machines}
-    steps = drive_deploying(budget.guard(check), world.scenario.publish_started_ms,
-                            budget.max_looks)
     try:
         step = next(steps)
         while True:

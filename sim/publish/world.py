@@ -17,12 +17,12 @@ from typing import Any
 import simpy
 
 from platform_testbed.checks import Check, Look, Verdict
-from platform_testbed.checks.drive import CheckFailed, check_name, drive
+from platform_testbed.checks.drive import check_name, drive, drive_deploying
 from platform_testbed.checks.protocol import prepare
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.platform.machine import Image, Machine
-from platform_testbed.sim.publish.deploying import drive_publish, record_failure
+from platform_testbed.sim.publish.deploying import drive_publish
 from platform_testbed.sim.publish.gcpause import gc_paused
 from platform_testbed.sim.publish.runresult import MachineTrace, RecordedLook, RunResult, Trace
 from platform_testbed.sim.publish.site import DOWN_STATES, Site
@@ -241,35 +241,20 @@ def after_roll(world: World) -> None:
 def _publish(
     world: World, check: Check | None, budget: CheckBudget, launch_previous: bool = False
 ) -> Generator[Any, Any, None]:
-    env = world.env
     deploys = False
     if check is not None:  # the seed and the update duty reach a check that takes them
         check, deploys = prepare(check, world.seed, updates=True)
     yield from roll(world, launch_previous, update=not deploys)
     if check is None:
         return
-    if deploys:
-        yield from drive_publish(
-            world, check, budget, look=lambda: take_look(world),
-            update=partial(update_machines, world),
-            conclude=lambda verdict: conclude(world, verdict, getattr(check, "rolls_back", True)))
-        return
     # The budget's wrapper is the driver's alone: the check itself is what the run reports.
-    steps = drive(budget.guard(check), world.scenario.publish_started_ms, budget.max_looks)
-    try:
-        wait = next(steps)
-        while True:
-            if wait:
-                yield env.timeout(wait)
-            recorded = take_look(world)
-            world.looks.append(recorded)
-            wait = steps.send(recorded.look)
-    except StopIteration as done:
-        verdict: Verdict = done.value
-    except CheckFailed as failed:
-        record_failure(world, failed)
-        return
-    conclude(world, verdict, getattr(check, "rolls_back", True))
+    # A check that does not deploy is driven by ``drive``, which refuses an Update.
+    steps = (drive_deploying if deploys else drive)(
+        budget.guard(check), world.scenario.publish_started_ms, budget.max_looks)
+    rolls_back = getattr(check, "rolls_back", True)
+    yield from drive_publish(
+        world, steps, look=lambda: take_look(world), update=partial(update_machines, world),
+        conclude=lambda verdict: conclude(world, verdict, rolls_back))
 
 
 def conclude(world: World, verdict: Verdict, rolls_back: bool = True) -> None:
