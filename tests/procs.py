@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,18 +30,25 @@ RELAY = """
 """
 
 
+def processes() -> Iterator[tuple[int, str, int, int]]:
+    """Every process now, from /proc: (pid, state, parent pid, process group); one gone
+    meanwhile is skipped."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after its last ")".
+        fields = stat.rpartition(")")[2].split()
+        yield int(entry.name), fields[0], int(fields[1]), int(fields[2])
+
+
 def children() -> list[int]:
     """Process ids whose parent is this test process (zombies included)."""
-    mine = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid():
-                mine.append(int(entry.name))
-    return mine
+    me = os.getpid()
+    return [pid for pid, _, parent, _ in processes() if parent == me]
 
 
 def run_alone(tmp_path: Path, source: str) -> str:

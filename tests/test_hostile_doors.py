@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from platform_testbed.sim import api
+from tests.procs import processes
 from tests.test_hostile import SCENARIO, TIME_BOUND_S, Case, _run
 
 #: Reasons a ``--check-cmd`` gives, as the escapes Python reads (the child decodes them).
@@ -58,18 +59,8 @@ SWEEP_HEAD = 'scenario = "sept25-crash-loop"\nchecks = ["count"]\nseeds = 1\n'
 
 def _children() -> list[int]:
     """The pids of this process's live children (from /proc): a case must leave none."""
-    me = str(os.getpid())
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[1] == me and fields[0] != "Z":
-            found.append(int(entry.name))
-    return found
+    me = os.getpid()
+    return [pid for pid, state, parent, _ in processes() if parent == me and state != "Z"]
 
 
 def _cli_corpus() -> list[Case]:

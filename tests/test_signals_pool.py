@@ -31,6 +31,7 @@ import pytest
 import platform_testbed.sim.runtime.outputs as runtime_outputs
 import platform_testbed.sim.sweep.output as sweep_output
 from platform_testbed.sim.cli.parser import main
+from tests.procs import processes
 
 ROOT = Path(__file__).parents[1]
 SMALL = ROOT / "tests" / "data" / "sweeps" / "small.toml"
@@ -48,18 +49,6 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
 # --- a pooled sweep and its process tree -------------------------------------------------
 
 
-def _stat(pid: int) -> tuple[int, int] | None:
-    """(parent pid, process group) of ``pid``, or None once it is gone or a zombie."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) "
-    if fields[0] == "Z":
-        return None
-    return int(fields[1]), int(fields[2])
-
-
 def _cmdline(pid: int) -> str:
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
@@ -68,11 +57,8 @@ def _cmdline(pid: int) -> str:
 
 def _group(pgid: int) -> dict[int, int]:
     """The live processes of group ``pgid``: pid -> parent pid."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (stat := _stat(int(entry.name))) and stat[1] == pgid:
-            found[int(entry.name)] = stat[0]
-    return found
+    return {pid: parent for pid, state, parent, group in processes()
+            if group == pgid and state != "Z"}
 
 
 def _poll(condition: Callable[[], bool], what: str) -> None:

@@ -20,6 +20,7 @@ import pytest
 from platform_testbed.sim.cli.parser import main
 from platform_testbed.sim.config.scenario import load
 from platform_testbed.sim.twin.step import CHECK_HTTP, DEPLOY_CMD, ProcessStep
+from tests.procs import processes
 
 ROOT = Path(__file__).parent.parent
 DEPLOY = ROOT / "examples" / "deploy"
@@ -58,19 +59,7 @@ def _group_members(pgid: int) -> list[int]:
     Zombies are dead (killed, waiting for whoever inherited them to reap them: in a
     container whose init does not reap, they stay): they are not counted.
     """
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # gone meanwhile
-        # pid (comm) state ppid pgrp ...: comm may hold spaces, so split after its ")".
-        fields = stat.rpartition(")")[2].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry.name))
-    return members
+    return [pid for pid, state, _, group in processes() if group == pgid and state != "Z"]
 
 
 def test_check_http_timestamp_catches_every_seed(capsys: pytest.CaptureFixture[str]) -> None:
