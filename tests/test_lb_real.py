@@ -52,6 +52,8 @@ def test_config_maps_the_health_check_numbers() -> None:
     assert "retries 0" in cfg
     assert "redispatch" not in cfg
     assert "http-check expect status 200" in cfg
+    # One thread: a second one drops a log line when they collide on the log's fd.
+    assert "nbthread 1" in cfg
 
 
 def test_log_tells_losses_apart_by_termination_state() -> None:
@@ -121,6 +123,7 @@ def test_short_real_run_loses_requests_as_the_model_does() -> None:
         assert r.detail["deploy"] == "succeeded"
         assert r.lost > 0
         assert r.detail["other"] == 0
+        assert r.detail["dropped_logs"] == 0
         assert r.requests == r.detail["client_sent"]
         # A server logs a request when it answers; one in flight when the old process exits
         # is logged there but reaches the client as HAProxy's 502 SH.

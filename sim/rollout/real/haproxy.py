@@ -9,7 +9,10 @@ connection on another target, it answers 502; ``Balancer(retries=3, redispatch=T
 HAProxy's own common setup, one of the configurations the write-up does not give.
 
 The HTTP log goes to stdout (``log stdout format raw``), one line per user request with the
-termination state ``%ts``; ``parse_log`` reads it.
+termination state ``%ts``; ``parse_log`` reads it. HAProxy runs one thread (``nbthread 1``):
+a thread that finds another one writing to the log's file descriptor retries 200 times and
+then drops its line (haproxy src/fd.c, ``fd_write_frag_line``), which on 2 loaded cores lost
+one request's line in 473 (CI, 2 December). ``dropped_logs`` reads the counter of lines lost.
 """
 
 from __future__ import annotations
@@ -92,6 +95,8 @@ def render_config(
     lines = [
         "global",
         "    log stdout format raw local0",
+        # One thread: no other thread holds the log's fd, so no line is dropped (module doc).
+        "    nbthread 1",
         f"    stats socket {stats_socket} mode 600 level admin",
         "    maxconn 2000",
         "",
@@ -123,16 +128,21 @@ def render_config(
     return "\n".join(lines) + "\n"
 
 
-def server_states(stats_socket: str, timeout_s: float = 1.0) -> dict[str, str]:
-    """``show stat`` over the stats socket: each server's status (``UP``, ``DOWN 1/2``, ...)."""
+def _ask(stats_socket: str, command: str, timeout_s: float) -> str:
+    """One command over the stats socket, its whole answer (HAProxy closes after it)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(timeout_s)
         s.connect(stats_socket)
-        s.sendall(b"show stat\n")
+        s.sendall(command.encode() + b"\n")
         chunks = []
         while chunk := s.recv(65536):
             chunks.append(chunk)
-    text = b"".join(chunks).decode(errors="replace")
+    return b"".join(chunks).decode(errors="replace")
+
+
+def server_states(stats_socket: str, timeout_s: float = 1.0) -> dict[str, str]:
+    """``show stat`` over the stats socket: each server's status (``UP``, ``DOWN 1/2``, ...)."""
+    text = _ask(stats_socket, "show stat", timeout_s)
     rows = [line.split(",") for line in text.splitlines() if line and not line.startswith("#")]
     header = next((line for line in text.splitlines() if line.startswith("# ")), "")
     cols = header[2:].split(",")
@@ -141,6 +151,15 @@ def server_states(stats_socket: str, timeout_s: float = 1.0) -> dict[str, str]:
     px, sv, st = cols.index("pxname"), cols.index("svname"), cols.index("status")
     return {r[sv]: r[st] for r in rows if len(r) > st and r[px] == "fleet"
             and r[sv] not in ("BACKEND", "FRONTEND")}
+
+
+def dropped_logs(stats_socket: str, timeout_s: float = 1.0) -> int | None:
+    """``show info``'s ``DroppedLogs``: log lines HAProxy could not write; None when unread."""
+    for line in _ask(stats_socket, "show info", timeout_s).splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == "DroppedLogs" and value.strip().isdigit():
+            return int(value.strip())
+    return None
 
 
 @dataclass

@@ -31,6 +31,7 @@ from typing import Any
 from platform_testbed.sim.rollout.real.figures import Comparison
 from platform_testbed.sim.rollout.real.haproxy import (
     Balancer,
+    dropped_logs,
     ensure_haproxy,
     parse_log,
     render_config,
@@ -136,6 +137,7 @@ def real_deploy(  # noqa: PLR0915 -- one deploy's steps, read top to bottom
         longest = d.at_s + count * (d.stop_grace_period_s + d.start_max_s + d.healthy_timeout_s)
         longest += scn.settle_s + 30.0
         late: list[float] = []
+        dropped: int | None = None
 
         def spawn(i: int, listen_at: float) -> None:
             log = work / f"s{i + 1}-{len(logs[i])}.log"
@@ -247,6 +249,8 @@ def real_deploy(  # noqa: PLR0915 -- one deploy's steps, read top to bottom
             client = load_gen.stop()
             load_gen = None
             time.sleep(0.05)  # the last log lines
+            with contextlib.suppress(OSError):
+                dropped = dropped_logs(sock)
         finally:
             if load_gen is not None:
                 load_gen.stop(wait_s=2.0)
@@ -276,6 +280,8 @@ def real_deploy(  # noqa: PLR0915 -- one deploy's steps, read top to bottom
             "served_at_servers": served_at_servers,
             "client": dict(sorted(client.statuses.items())),
             "client_sent": client.sent,
+            # Log lines HAProxy could not write (None: not read): requests the tally misses.
+            "dropped_logs": dropped,
             "force_killed": forced,
             "deploy_s": round(deploy_s, 3),
             "bind_late_max_s": round(max(late, default=0.0), 3),
