@@ -36,14 +36,38 @@ def _running(pid: int) -> bool:
     return state != "Z"
 
 
-def _started(tmp_path: Path) -> tuple[subprocess.Popen[str], list[int]]:
+def _left_running(pids: list[int]) -> list[int]:
+    """Those of ``pids`` still running 5 s on; the test's own processes, so killed by id
+    (the failure names them)."""
+    deadline = time.monotonic() + 5
+    while any(_running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [p for p in pids if _running(p)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def _started(
+    tmp_path: Path, hup: signal.Handlers = signal.SIG_DFL
+) -> tuple[subprocess.Popen[str], list[int]]:
+    """The command running its slow check; ``hup``: SIGHUP's disposition it starts with.
+
+    Set here, not inherited: run under ``nohup`` the test's own process ignores SIGHUP,
+    and so would the command, which then rightly carries on (a 20 s timeout in CI once).
+    """
     (tmp_path / "slow.py").write_text(SLOW_WITH_GRANDCHILD)
-    testbed = subprocess.Popen(
-        [sys.executable, "-m", "platform_testbed", "compare", "sept25-crash-loop",
-         "--check-cmd", f"{sys.executable} slow.py", "--check-cmd-name", "slow"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=os.environ | {"PYTHONPATH": str(Path(__file__).parents[1])},
-    )
+    # A disposition of SIG_DFL or SIG_IGN is what a child inherits across fork and exec.
+    ours = signal.signal(signal.SIGHUP, hup)
+    try:
+        testbed = subprocess.Popen(
+            [sys.executable, "-m", "platform_testbed", "compare", "sept25-crash-loop",
+             "--check-cmd", f"{sys.executable} slow.py", "--check-cmd-name", "slow"],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=os.environ | {"PYTHONPATH": str(Path(__file__).parents[1])},
+        )
+    finally:
+        signal.signal(signal.SIGHUP, ours)
     deadline = time.monotonic() + 30
     while not (tmp_path / "pids").exists():
         assert time.monotonic() < deadline, "the check never started"
@@ -65,13 +89,26 @@ def test_sighup_exits_129_with_one_line_and_leaves_no_check_process(tmp_path: Pa
             testbed.kill()
     assert testbed.returncode == 129, err
     assert err.strip() == "testbed: hung up"
-    deadline = time.monotonic() + 5
-    while any(_running(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = [p for p in pids if _running(p)]
-    for pid in left:  # the test's own processes: ended by id, and the failure says so
-        os.kill(pid, signal.SIGKILL)
-    assert not left, f"still running: {left}"
+    assert not (left := _left_running(pids)), f"still running: {left}"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_sighup_is_left_alone_under_nohup(tmp_path: Path) -> None:
+    """Started with SIGHUP ignored (``nohup``), the command goes on after one; SIGTERM still
+    ends it with 143, and its check and grandchild with it."""
+    testbed, pids = _started(tmp_path, hup=signal.SIG_IGN)
+    try:
+        testbed.send_signal(signal.SIGHUP)
+        with pytest.raises(subprocess.TimeoutExpired):
+            testbed.wait(timeout=1.5)  # a handled SIGHUP ends it in well under 0.1 s
+        testbed.send_signal(signal.SIGTERM)
+        _out, err = testbed.communicate(timeout=20)
+    finally:
+        if testbed.poll() is None:
+            testbed.kill()
+    assert testbed.returncode == 143, err
+    assert err.strip() == "testbed: terminated"
+    assert not (left := _left_running(pids)), f"still running: {left}"
 
 
 def test_descendants_lists_a_child_that_called_setsid(tmp_path: Path) -> None:
