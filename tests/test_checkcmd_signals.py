@@ -78,36 +78,34 @@ def _started(
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-def test_sighup_exits_129_with_one_line_and_leaves_no_check_process(tmp_path: Path) -> None:
-    """SIGHUP: exit 129, 'testbed: hung up', the check and its setsid grandchild gone."""
-    testbed, pids = _started(tmp_path)
+@pytest.mark.parametrize(
+    ("hup", "ignored", "last", "ends"),
+    [
+        # SIGHUP: exit 129, 'testbed: hung up'.
+        (signal.SIG_DFL, [], signal.SIGHUP, (129, "testbed: hung up")),
+        # Started with SIGHUP ignored (nohup): the command goes on after one; SIGTERM ends it.
+        (signal.SIG_IGN, [signal.SIGHUP], signal.SIGTERM, (143, "testbed: terminated")),
+    ],
+    ids=["sighup", "sighup-under-nohup"],
+)
+def test_signal_ends_the_command_with_one_line_and_leaves_no_check_process(
+    tmp_path: Path, hup: signal.Handlers, ignored: list[signal.Signals], last: signal.Signals,
+    ends: tuple[int, str],
+) -> None:
+    """The signal that ends the command: its exit status and one line, and the check and
+    its setsid grandchild gone; a signal it ignores leaves it running."""
+    testbed, pids = _started(tmp_path, hup)
     try:
-        testbed.send_signal(signal.SIGHUP)
+        for signum in ignored:
+            testbed.send_signal(signum)
+            with pytest.raises(subprocess.TimeoutExpired):
+                testbed.wait(timeout=1.5)  # a handled SIGHUP ends it in well under 0.1 s
+        testbed.send_signal(last)
         _out, err = testbed.communicate(timeout=20)
     finally:
         if testbed.poll() is None:
             testbed.kill()
-    assert testbed.returncode == 129, err
-    assert err.strip() == "testbed: hung up"
-    assert not (left := _left_running(pids)), f"still running: {left}"
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
-def test_sighup_is_left_alone_under_nohup(tmp_path: Path) -> None:
-    """Started with SIGHUP ignored (``nohup``), the command goes on after one; SIGTERM still
-    ends it with 143, and its check and grandchild with it."""
-    testbed, pids = _started(tmp_path, hup=signal.SIG_IGN)
-    try:
-        testbed.send_signal(signal.SIGHUP)
-        with pytest.raises(subprocess.TimeoutExpired):
-            testbed.wait(timeout=1.5)  # a handled SIGHUP ends it in well under 0.1 s
-        testbed.send_signal(signal.SIGTERM)
-        _out, err = testbed.communicate(timeout=20)
-    finally:
-        if testbed.poll() is None:
-            testbed.kill()
-    assert testbed.returncode == 143, err
-    assert err.strip() == "testbed: terminated"
+    assert (testbed.returncode, err.strip()) == ends, err
     assert not (left := _left_running(pids)), f"still running: {left}"
 
 
