@@ -11,14 +11,15 @@ import argparse
 import json
 import math
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 from platform_testbed.sim.config.scenario import BadInput, load
 from platform_testbed.sim.config.settings import first_seed
 from platform_testbed.sim.runtime.outputs import check_output, write_atomic
-from platform_testbed.sim.runtime.signals import Interrupted, Terminated
-from platform_testbed.sim.twin.session import Session, open_session
+from platform_testbed.sim.runtime.signals import ending_on_signals
+from platform_testbed.sim.twin.session import open_session
 
 __all__ = ["MAX_SPEED", "serve_command"]
 
@@ -72,30 +73,37 @@ def serve_command(args: argparse.Namespace) -> int:
     _validated(args)
     scenario = load(args.scenario, args.sets)
     seed = first_seed(scenario.seed if args.seed is None else args.seed)
+    horizon_s, field = ((scenario.horizon_s, "horizon_s") if args.horizon_s is None
+                        else (args.horizon_s, "--horizon-s"))
+    if horizon_s <= scenario.publish.at_s:
+        # The world would end before there is a release to deploy: nothing to serve.
+        raise BadInput(f"{field}: must be after the publish at {scenario.publish.at_s:g} s "
+                       f"(got {horizon_s:g})")
     record = check_output("--record", Path(args.record), args.force) if args.record else None
-    session = open_session(scenario, seed, speed=args.speed, token=args.token, port=args.port,
-                           horizon_s=args.horizon_s)
+    try:
+        session = open_session(scenario, seed, speed=args.speed, token=args.token,
+                               port=args.port, horizon_s=args.horizon_s)
+    except OSError as error:  # the port taken, most often: nothing started yet
+        raise BadInput(f"--port: cannot listen on 127.0.0.1:{args.port} "
+                       f"({error.strerror or error})") from None
     out = sys.stderr if args.json else sys.stdout
-    print(f"serving {scenario.name} (seed {seed}) on {session.server.url}/v1 "
-          f"at speed {args.speed:g}; Ctrl-C to stop", file=out)
-    for line in session.env_lines:
-        print(line, file=out)
-    out.flush()
-    try:
-        _serve(session)
-    finally:
-        session.close()
-    report = session.report()
-    if record is not None:
-        lines = session.recording_lines()
-        write_atomic(record, lambda f: f.writelines(line + "\n" for line in lines))
-    print(json.dumps(report) if args.json else _text(report))
+    stop = threading.Event()
+    # From here to the report, Ctrl-C and SIGTERM end the serve (the normal end) and a
+    # second one does not cut the report short (ending_on_signals).
+    with ending_on_signals(stop):
+        print(f"serving {scenario.name} (seed {seed}) on {session.server.url}/v1 "
+              f"at speed {args.speed:g}; Ctrl-C to stop", file=out)
+        for line in session.env_lines:
+            print(line, file=out)
+        out.flush()
+        try:
+            while not (session.driver.ended.wait(0.25) or stop.is_set()):
+                pass
+        finally:
+            session.close()
+        report = session.report()
+        if record is not None:
+            lines = session.recording_lines()
+            write_atomic(record, lambda f: f.writelines(line + "\n" for line in lines))
+        print(json.dumps(report) if args.json else _text(report))
     return 0
-
-
-def _serve(session: Session) -> None:
-    try:
-        while not session.driver.ended.wait(0.25):
-            pass
-    except (Interrupted, Terminated, KeyboardInterrupt):
-        return  # the normal end of a serve: the report follows

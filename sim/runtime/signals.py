@@ -165,6 +165,42 @@ def held() -> Iterator[None]:
         signal.raise_signal(arrived[0])
 
 
+@contextlib.contextmanager
+def ending_on_signals(stop: threading.Event, *, abandon_at: int = 3) -> Iterator[None]:
+    """Ctrl-C and SIGTERM set ``stop`` instead of raising, for a loop that ends itself and
+    then has a final step to finish (``serve``'s report and recording).
+
+    The first signal asks for the end. A second one, while the final step runs, is the same
+    request again: ``timeout`` sends its signal to the command and to the command's process
+    group, so a command under it gets two at once, and a raise then lost the report. The
+    ``abandon_at``-th (a user who means it) does what the handler this replaced would:
+    Ctrl-C 130, SIGTERM 143, the step abandoned. In a thread other than the main one (no
+    handlers there) this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    kinds = (signal.SIGINT, signal.SIGTERM)
+    previous: dict[int, Any] = {kind: signal.getsignal(kind) for kind in kinds}
+    seen: list[int] = []
+
+    def end(signum: int, frame: Any) -> None:
+        if previous[signum] == signal.SIG_IGN:
+            return  # ignored before (an `&` job of a script ignores SIGINT): still ignored
+        seen.append(signum)
+        stop.set()
+        if len(seen) >= abandon_at:
+            _deliver(signum, frame, previous[signum])
+
+    for kind in kinds:
+        signal.signal(kind, end)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def _deliver(signum: int, frame: Any, handler: Any) -> None:
     """Do now what ``handler`` (the one ``held`` replaced) would have done with the signal."""
     if callable(handler):
