@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,14 @@ def test_two_signals_at_once_still_give_the_report_and_the_recording(tmp_path: P
             line = serve.stderr.readline()
             assert line or serve.poll() is None, "serve ended before it served"
         assert line.startswith("serving"), line
+        exported = dict(serve.stderr.readline().removeprefix("export ").strip().split("=", 1)
+                        for _ in range(5))
+        # One read of the machines, so the recording has a look to hold.
+        request = urllib.request.Request(
+            f"{exported['FLAPS_BASE_URL']}/v1/apps/{exported['FLY_APP_NAME']}/machines",
+            headers={"Authorization": f"Bearer {exported['FLY_API_TOKEN']}"})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            assert answer.status == 200
         serve.send_signal(signal.SIGTERM)
         serve.send_signal(signal.SIGINT)
         out, err = serve.communicate(timeout=30)
@@ -126,4 +135,18 @@ def test_two_signals_at_once_still_give_the_report_and_the_recording(tmp_path: P
     assert serve.returncode == 0, err
     report = json.loads(out)
     assert report["scenario"] == "healthy-release"
-    assert record.exists()
+    assert record.read_text().count("\n") == 1  # the one look
+
+
+def test_a_serve_no_client_read_leaves_the_recording_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No look to record: the file at --record is kept (an empty one fails every replay)."""
+    record = tmp_path / "looks.jsonl"
+    record.write_text("an earlier recording\n")
+    assert main(["serve", "healthy-release", "--speed", "10000", "--horizon-s", "40",
+                 "--record", str(record), "--force"]) == 0
+    assert record.read_text() == "an earlier recording\n"
+    assert capsys.readouterr().err == (
+        f"--record: no request read the machines, so nothing was recorded ({record} left as "
+        "it was)\n")

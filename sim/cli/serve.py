@@ -102,8 +102,11 @@ def serve_command(args: argparse.Namespace) -> int:
         finally:
             session.close()
         report = session.report()
-        if record is not None:
-            lines = session.recording_lines()
+        if record is not None and (lines := session.recording_lines()):
             write_atomic(record, lambda f: f.writelines(line + "\n" for line in lines))
+        elif record is not None:
+            # An empty file would replace a recording and then fail every replay of it.
+            print(f"--record: no request read the machines, so nothing was recorded "
+                  f"({record} left as it was)", file=sys.stderr)
         print(json.dumps(report) if args.json else _text(report))
     return 0
