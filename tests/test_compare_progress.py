@@ -14,6 +14,7 @@ import select
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -22,13 +23,13 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="a POSIX pseudo-
 RUNS = 60
 
 
-def _drawn(*args: str) -> tuple[str, str]:
+def _drawn(*args: str, cwd: Path | None = None) -> tuple[str, str]:
     """The command's stdout, and everything it drew on its terminal stderr."""
     master, slave = pty.openpty()
-    env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
+    env = {**os.environ, "COLUMNS": "100", "TERM": "xterm", "LOOK_DELAY_S": "0.5"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "platform_testbed.sim.cli.launch", *args],
-        stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, env=env)
+        stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, env=env, cwd=cwd)
     os.close(slave)
     drawn = b""
     deadline = time.monotonic() + 120
@@ -77,3 +78,15 @@ def test_checks_counts_the_seeds_of_every_shipped_scenario() -> None:
     out, drawn = _drawn("checks", "--runs", "7", "--check", "count", "--workers", "1")
     assert f"{total}/{total}" in drawn
     assert all(name in out for name in shipped)  # the table, on stdout
+
+
+def test_a_real_process_gets_the_bar_at_a_few_seeds(tmp_path: Path) -> None:
+    """A --check-http script runs on the wall clock in every world: 3 seeds are a bar too."""
+    script = tmp_path / "passes.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    out, drawn = _drawn("compare", "healthy-release", "--runs", "3", "--check", "count",
+                        "--check-http", str(script), "--speed", "20", cwd=tmp_path)
+    assert "3/3" in drawn
+    assert "seeds/s" in drawn
+    assert "http-passes" in out

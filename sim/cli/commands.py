@@ -114,13 +114,18 @@ def cmd_series(args: argparse.Namespace) -> int:
     return EXIT_EXPECTATION if result.failed_expectations else EXIT_OK
 
 
-def _seeds_bar(runs: int, name: str) -> tuple[Progress | None, Callable[[int], None] | None]:
+def _seeds_bar(
+    runs: int, name: str, wall_clock: bool = False
+) -> tuple[Progress | None, Callable[[int], None] | None]:
     """A bar on stderr for a long comparison and what advances it by a number of seeds.
 
-    Only where a person watches (never in CI logs), and the sweep's bar, counting seeds:
-    one a seed when they run here, a task's seeds at a time on a pool.
+    Long: 50 seeds or more, or any number when a real process runs in each seed's world
+    (``wall_clock``: --check-http or --deploy-cmd, seconds of the wall clock a world; ten
+    such runs were minutes with nothing shown). Only where a person watches (never in CI
+    logs), and the sweep's bar, counting seeds: one a seed when they run here, a task's
+    seeds at a time on a pool.
     """
-    if runs < 50 or not sys.stderr.isatty():
+    if (runs < 50 and not wall_clock) or not sys.stderr.isatty():
         return None, None
     from rich.console import Console  # noqa: PLC0415 -- rich only when a bar is shown
 
@@ -164,7 +169,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     # The first seed and the last (--seed S --runs N ends at S + N - 1), before any world runs.
     seeds: Iterable[int] = seed_range("--runs", first_seed(seed), args.runs)
     recorder = Recorder(loaded.publish_started_ms, loaded.check.model_dump(), setups(built))
-    bar, tick = _seeds_bar(args.runs, loaded.name)
+    bar, tick = _seeds_bar(args.runs, loaded.name, wall_clock=bool(steps))
     runner = seed_runner(args, loaded, names_asked, check_options(args.check_opt), budget,
                          progress=tick)  # None: here
     if tick is not None and runner is None:
@@ -247,7 +252,7 @@ def cmd_checks(args: argparse.Namespace) -> int:
     steps = twinopts.steps(args)
     twinopts.bound_wall(steps, len(shipped) * args.runs, "world(s)")
     rules: dict[str, str] = {}
-    bar, tick = _seeds_bar(len(shipped) * args.runs, "checks")
+    bar, tick = _seeds_bar(len(shipped) * args.runs, "checks", wall_clock=bool(steps))
     with bar or nullcontext():
         for name in shipped:
             loaded = scenario.load(name)
