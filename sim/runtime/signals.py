@@ -141,8 +141,7 @@ def held() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    kinds = (signal.SIGINT, signal.SIGTERM)
-    previous: dict[int, Any] = {kind: signal.getsignal(kind) for kind in kinds}
+    previous: dict[int, Any] = {}
     arrived: list[int] = []
 
     def hold(signum: int, frame: Any) -> None:
@@ -152,13 +151,8 @@ def held() -> Iterator[None]:
             _deliver(signum, frame, previous[signum])
         arrived.append(signum)
 
-    for kind in kinds:
-        signal.signal(kind, hold)
-    try:
+    with _in_place(hold, previous):
         yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
     if arrived:
         # The handler in place again (ours: Interrupted or Terminated) takes it from here;
         # raise_signal runs it before returning, so the step's caller sees the exception.
@@ -180,8 +174,7 @@ def ending_on_signals(stop: threading.Event, *, abandon_at: int = 3) -> Iterator
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    kinds = (signal.SIGINT, signal.SIGTERM)
-    previous: dict[int, Any] = {kind: signal.getsignal(kind) for kind in kinds}
+    previous: dict[int, Any] = {}
     seen: list[int] = []
 
     def end(signum: int, frame: Any) -> None:
@@ -192,13 +185,23 @@ def ending_on_signals(stop: threading.Event, *, abandon_at: int = 3) -> Iterator
         if len(seen) >= abandon_at:
             _deliver(signum, frame, previous[signum])
 
+    with _in_place(end, previous):
+        yield
+
+
+@contextlib.contextmanager
+def _in_place(handler: Callable[[int, Any], None], previous: dict[int, Any]) -> Iterator[None]:
+    """``handler`` for Ctrl-C and SIGTERM during the block; ``previous`` is filled with the
+    handlers it replaced (before it is installed: it reads them) and they are put back."""
+    kinds = (signal.SIGINT, signal.SIGTERM)
+    previous.update({kind: signal.getsignal(kind) for kind in kinds})
     for kind in kinds:
-        signal.signal(kind, end)
+        signal.signal(kind, handler)
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for signum, replaced in previous.items():
+            signal.signal(signum, replaced)
 
 
 def _deliver(signum: int, frame: Any, handler: Any) -> None:
