@@ -190,7 +190,8 @@ def test_a_real_scheduler_is_reached() -> None:
     """A Dask scheduler on 127.0.0.1 answers the handshake: its address comes back."""
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp://",
-                                  host="127.0.0.1", dashboard_address=None) as cluster:
+                                  host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                                  worker_dashboard_address="127.0.0.1:0") as cluster:
         address = cluster.scheduler_address
         assert check_scheduler(address) == address
         assert check_scheduler(address.removeprefix("tcp://")) == address

@@ -107,7 +107,8 @@ def cluster() -> Iterator[Any]:
     """A real scheduler in this process, on 127.0.0.1, with one worker of two threads."""
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                                   protocol="tcp://", host="127.0.0.1",
-                                  dashboard_address=None) as local:
+                                  dashboard_address="127.0.0.1:0",
+                                  worker_dashboard_address="127.0.0.1:0") as local:
         yield local
 
 

@@ -64,7 +64,8 @@ def test_dask_cluster_gives_identical_rows(local_rows: list[dict[str, Any]]) -> 
     """A Dask LocalCluster runs the sweep to exactly the local rows."""
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address="127.0.0.1:0",
+        worker_dashboard_address="127.0.0.1:0"
     ) as cluster:
         result = run_sweep(load_sweep(SMALL), dask=cluster.scheduler_address, per_task=5)
     assert result.complete

@@ -138,7 +138,8 @@ def test_rows_formatted_on_dask_are_the_bytes_written_whole(tmp_path: Path) -> N
     kept = run_sweep(sweep, workers=1)
     write_rows(whole, sweep, kept.rows)
     with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address="127.0.0.1:0",
+        worker_dashboard_address="127.0.0.1:0"
     ) as cluster, streaming_rows(streamed, sweep) as sink:
         result = run_sweep(sweep, dask=cluster.scheduler_address, per_task=2, sink=sink)
     assert streamed.read_bytes() == whole.read_bytes()
