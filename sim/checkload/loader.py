@@ -27,7 +27,7 @@ import math
 import os
 import sys
 import typing
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, ModuleType
@@ -133,18 +133,16 @@ def _import(module_name: str) -> ModuleType:
     A dotted name is looked for in the current folder first, as ``python -m`` would: the
     ``testbed`` console script's ``sys.path`` starts at its own ``bin/`` folder, so a
     user's ``checks.mine`` in their project would otherwise be found only if installed.
-    The folder is on the path for that import alone.
+    A file is run as ``python path/file.py`` runs it, its own folder first (so it imports
+    the files beside it), and the current folder after (so it imports the project's
+    packages, as the dotted form does). The folders are on the path for that import alone.
     """
+    here = os.getcwd()
     if not module_name.endswith(".py"):
-        here = os.getcwd()
         if sys.path[:1] in ([""], [here]):
             return importlib.import_module(module_name)
-        sys.path.insert(0, here)
-        try:
+        with _on_path(here):
             return importlib.import_module(module_name)
-        finally:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(here)
     path = Path(module_name)
     if not path.is_file():
         raise FileNotFoundError(f"no such file {module_name}")
@@ -152,8 +150,22 @@ def _import(module_name: str) -> ModuleType:
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {module_name}")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    with _on_path(str(path.resolve().parent), here):
+        spec.loader.exec_module(module)
     return module
+
+
+@contextlib.contextmanager
+def _on_path(*folders: str) -> Iterator[None]:
+    """``folders`` first on ``sys.path`` for the block, then taken off again (the first
+    occurrence of each: the one put there, even if the folder was on the path already)."""
+    sys.path[:0] = folders
+    try:
+        yield
+    finally:
+        for folder in folders:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(folder)
 
 
 # Made once per class: get_type_hints and a field walk cost more than a sweep world's
