@@ -30,9 +30,12 @@ from platform_testbed.sim.runtime.signals import HungUp, Terminated, exit_on_sig
 from platform_testbed.sim.show import junit
 from platform_testbed.sim.show.text import printable_streams
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
+EXIT_BAD_INPUT = 2
 # As a shell reports a command ended by SIGINT (Ctrl-C) or SIGTERM: 128 + the signal.
 EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_HUNG_UP = 130, 143, 129
+#: The reader of stdout went away (``| head``): the status a shell gives a command SIGPIPE
+#: ended, not 0, so under ``set -o pipefail`` a gate whose result was never read fails.
+EXIT_BROKEN_PIPE = 141
 #: Where a check's options come from (also in the README, "Check options").
 PRECEDENCE = (
     "check options, lowest first: the check's own default < the scenario's [check] table, "
@@ -262,9 +265,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # The reader went away (``| head``): nothing more to say, and nothing to say it to.
+        # Not 0: the command stopped before its result (a failed --expect's 1) was known.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK
+        return EXIT_BROKEN_PIPE
     finally:
         restore_signals(previous)
         checkcmd.close_all()  # no --check-cmd child outlives the command, whatever happened
