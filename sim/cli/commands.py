@@ -163,8 +163,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     rows = names + [s.name for s in steps]  # a process's row is expected as any check's
     for key in loaded.expect:
         if key not in BUILTIN_CHECKS and key not in rows:
+            # A hunt's found file expects the user's check, which is not built in: say how.
             raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)}; "
-                           f"running: {', '.join(rows)})")
+                           f"running: {', '.join(rows)}); a check of your own runs with --check "
+                           f"FILE.py:NAME or package.module:NAME")
     seed = loaded.seed if args.seed is None else args.seed
     # The first seed and the last (--seed S --runs N ends at S + N - 1), before any world runs.
     seeds: Iterable[int] = seed_range("--runs", first_seed(seed), args.runs)
