@@ -65,6 +65,25 @@ def test_a_broken_guarantee_fails_the_users_test_with_the_smallest_world(tmp_pat
     assert "1 failed" in done.stdout
 
 
+def test_a_guarantee_test_runs_with_the_plugin_off(tmp_path):
+    """pytest -p no:testbed: guarantee_test still searches (the kit's defaults) and finds
+    the smallest world, where the run's options it reads are not there."""
+    _project(tmp_path)
+    (tmp_path / "test_broken.py").write_text(
+        "from my_check import NewestExitCheck\n"
+        "from platform_testbed.sim.kit.pytest_plugin import guarantee_test\n"
+        "from platform_testbed.sim.kit.strategies import never_misses\n"
+        "test_never_misses = guarantee_test(NewestExitCheck, never_misses)\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:testbed",
+         "test_broken.py"], cwd=tmp_path,
+        env=os.environ | {"PYTHONPATH": str(tmp_path), "HYPOTHESIS_PROFILE": "ci"},
+        capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 1, done.stdout
+    assert "newest-exit breaks never_misses" in done.stdout
+    assert "no option named" not in done.stdout
+
+
 def test_a_bad_examples_count_is_a_usage_error(tmp_path):
     """--testbed-examples 0: pytest stops with one usage line naming the option."""
     (tmp_path / "test_x.py").write_text("def test_x():\n    pass\n")

@@ -63,8 +63,10 @@ def register_strategies() -> None:
 
 
 def _search(config: pytest.Config) -> dict[str, Any]:
-    seed = config.getoption("--testbed-seed")
-    return {"max_examples": config.getoption("--testbed-examples"),
+    # The defaults too: with the plugin off (pytest -p no:testbed) a guarantee_test still
+    # runs, with the kit's search, where getoption alone raised "no option named".
+    seed = config.getoption("--testbed-seed", default=DEFAULT_SEED)
+    return {"max_examples": config.getoption("--testbed-examples", default=None),
             "seed": None if seed == -1 else seed}
 
 
