@@ -55,6 +55,7 @@ from platform_testbed.sim.rollout.config import RolloutScenario
 from platform_testbed.sim.rollout.config import load as _load_rollout
 from platform_testbed.sim.rollout.result import RolloutResult
 from platform_testbed.sim.rollout.runs import RolloutRuns, run_rollout
+from platform_testbed.sim.runtime import installs
 from platform_testbed.sim.runtime.frames import frame
 from platform_testbed.sim.sweep.file import Sweep, SweepFile, from_spec, load_sweep
 from platform_testbed.sim.sweep.output import SweepSummary, summarise
@@ -361,7 +362,7 @@ __all__ += ["heatmap", "timeline"]
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-_NEEDS_PLOT = "needs matplotlib: pip install 'platform-simulator-testbed[plot]'"
+_NEEDS_PLOT = f"needs matplotlib: {installs.PLOT}"
 
 
 def timeline(

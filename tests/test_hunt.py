@@ -289,3 +289,22 @@ def test_a_narrow_progress_bar_drops_fields_whole(columns: int) -> None:
     assert not re.search(r"(round|found|searching)\S*…|…\S*·", drawn), drawn
     assert "searching" not in drawn
     assert "round" not in drawn
+
+
+@pytest.mark.parametrize("plot", [True, False])
+def test_reproduce_one_adds_timeline_only_where_matplotlib_is_installed(
+    plot: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without matplotlib --timeline is exit 2, so the suggested command leaves it out."""
+    from platform_testbed.sim import api  # noqa: PLC0415
+    from platform_testbed.sim.hunt.output import table  # noqa: PLC0415
+
+    pytest.importorskip("matplotlib")
+    result = api.hunt("count", budget=2)
+    assert result.found
+    if not plot:
+        monkeypatch.setitem(sys.modules, "matplotlib", None)  # what an install without it does
+    paths = [Path(f"out/hunt/count-{i}.toml") for i in range(len(result.found))]
+    last = table(result, paths, "--check count", at=200).splitlines()[-1]
+    timeline = " --timeline count-0.png" if plot else ""
+    assert last == f"reproduce one: testbed compare out/hunt/count-0.toml --check count{timeline}"

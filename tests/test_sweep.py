@@ -176,6 +176,22 @@ def test_bad_sweep_file_is_one_line_bad_input(tmp_path: Path, case: str) -> None
     assert "\n" not in str(raised.value)
 
 
+def test_a_sweep_files_check_path_is_from_the_current_folder_and_its_error_names_checks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `checks` file path is read from the folder the command runs in, not the sweep
+    file's; one it cannot load is exit 2 with one line naming the file's `checks` field."""
+    folder = tmp_path / "sweeps"
+    folder.mkdir()
+    (folder / "my_check.py").write_text("class Mine:\n    name = 'mine'\n", encoding="utf-8")
+    (folder / "s.toml").write_text(
+        'scenario = "sept25-crash-loop"\nchecks = ["my_check.py:Mine"]\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(["sweep", "sweeps/s.toml", "--out", "x.csv", "--no-progress"]) == 2
+    assert capsys.readouterr().err == ("testbed: checks: my_check.py:Mine: cannot import "
+                                       "my_check.py (no such file my_check.py)\n")
+
+
 def test_cli_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The CLI reports bad input on one stderr line with exit status 2, no traceback."""
     path = tmp_path / "bad.toml"

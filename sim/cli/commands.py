@@ -40,6 +40,7 @@ from platform_testbed.sim.config.settings import at_most, env_limit, first_seed,
 from platform_testbed.sim.publish.compare import SCHEMA_VERSION, compare
 from platform_testbed.sim.publish.recording import Recorder, load_recordings, replay_all, replay_json
 from platform_testbed.sim.publish.world import run
+from platform_testbed.sim.runtime import installs
 from platform_testbed.sim.show import junit, report
 
 if TYPE_CHECKING:
@@ -214,8 +215,7 @@ def write_timeline(
     try:
         from platform_testbed.sim.show.plot import save_timeline  # noqa: PLC0415
     except ModuleNotFoundError as error:
-        raise BadInput(f"--timeline needs matplotlib ({error}): "
-                       "pip install 'platform-simulator-testbed[plot]'") from None
+        raise BadInput(f"--timeline needs matplotlib ({error}): {installs.PLOT}") from None
 
     runs = [run(loaded, seed, check, trace=True, budget=budget) for check in checks]
     save_timeline(path, loaded, runs)

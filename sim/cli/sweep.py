@@ -27,6 +27,7 @@ from platform_testbed.sim.cli.compareopts import fail_on, failed_on
 from platform_testbed.sim.cli.pool import MAX_WORKERS, WORKERS_ENV, check_workers
 from platform_testbed.sim.config.scenario import OUTCOMES
 from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.runtime import installs
 from platform_testbed.sim.runtime.outputs import check_image
 from platform_testbed.sim.runtime.scheduler import check_scheduler
 from platform_testbed.sim.show import junit
@@ -156,8 +157,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 save_heatmap,
             )
         except ModuleNotFoundError as error:
-            raise BadInput(f"--heatmap needs matplotlib ({error}): "
-                           "pip install 'platform-simulator-testbed[plot]'") from None
+            raise BadInput(f"--heatmap needs matplotlib ({error}): {installs.PLOT}") from None
         # Faceted maps write one file per check: every name is judged before the sweep.
         for path in facet_paths(sweep, Path(args.heatmap)):
             check_image("--heatmap", path, args.force)

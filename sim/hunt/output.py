@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -219,7 +220,9 @@ def table(result: HuntResult, paths: list[Path], check_arg: str, at: int | None 
         rows.append([f.outcome, f.diagnosis, diff, str(path)])
     found = Table(["outcome", "kind", "changed from the base", "file"], rows, prose=frozenset({2}))
     counts = " · ".join(f"{o} {sum(f.outcome == o for f in result.found)}" for o in WRONG)
-    again = f"testbed compare {paths[0]} {check_arg} --timeline {paths[0].stem}.png"
+    # --timeline only where it can be drawn: without matplotlib it is exit 2 (the plot extra).
+    timeline = f" --timeline {paths[0].stem}.png" if importlib.util.find_spec("matplotlib") else ""
+    again = f"testbed compare {paths[0]} {check_arg}{timeline}"
     one_line = f"reproduce one: {again}"
     return "\n".join([
         *head, "", fit(found, at), "", *wrap(f"by outcome: {counts}", at),

@@ -8,8 +8,8 @@ smallest world that breaks it::
     def test_my_check_never_passes_a_crashing_release():
         assert_guarantee(MyCheck(), never_misses, worlds=worlds(cap=5))
 
-Hypothesis comes with the package (``pip install platform-simulator-testbed``; the
-``dev`` extra adds pytest). Worlds are laid out by ``sim.kit.testing.world``: the
+Hypothesis comes with the package (a dependency of the testbed; the ``dev`` extra adds
+pytest). Worlds are laid out by ``sim.kit.testing.world``: the
 simulator's own ``Machine`` (SimPy), every event kept.
 
 Timings are whole milliseconds, exits any code 1-255 (signal deaths 128 + n among them,

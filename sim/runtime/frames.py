@@ -1,6 +1,6 @@
 """Results as pandas tables: the optional import, done only when a table is asked for.
 
-pandas is an extra (``pip install 'platform-simulator-testbed[pandas]'``): nothing in the
+pandas is an extra (``pip install 'pandas>=2.1'``, the ``pandas`` extra): nothing in the
 simulator needs it, so no module imports it before a ``to_pandas()`` call does.
 """
 
@@ -11,12 +11,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from platform_testbed.sim.config.scenario import OUTCOMES
+from platform_testbed.sim.runtime import installs
 
 if TYPE_CHECKING:
     import pandas as pd
 
 #: What to install when pandas is missing (the one line ``to_pandas()`` raises).
-INSTALL = "pip install 'platform-simulator-testbed[pandas]'"
+INSTALL = installs.PANDAS
 
 #: The dtype a column gets: nullable integers and booleans, because a sweep world that
 #: raised has no counts (its row holds only the error); ``OUTCOME`` is categorical in

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.runtime import installs
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -86,8 +87,7 @@ def check_scheduler(text: str, timeout_s: float | None = None) -> str:
     try:
         from distributed.comm import connect  # noqa: PLC0415 -- only with --dask
     except ImportError:
-        raise BadInput("--dask: Dask distributed is not installed (pip install "
-                       "'platform-simulator-testbed[dask]')") from None
+        raise BadInput(f"--dask: Dask distributed is not installed ({installs.DASK})") from None
     address = f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}"
     left = max(deadline - time.monotonic(), 0.1)
 
@@ -119,8 +119,7 @@ def connect_client(address: str, timeout_s: float | None = None) -> Client:
     try:
         from distributed import Client  # noqa: PLC0415 -- only with --dask
     except ImportError:
-        raise BadInput("--dask: Dask distributed is not installed (pip install "
-                       "'platform-simulator-testbed[dask]')") from None
+        raise BadInput(f"--dask: Dask distributed is not installed ({installs.DASK})") from None
     bound = DASK_TIMEOUT_S if timeout_s is None else timeout_s
 
     class _Bounded(Client):  # type: ignore[misc]  # distributed is untyped here
