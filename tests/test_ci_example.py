@@ -47,12 +47,18 @@ def run_steps(text: str) -> list[dict[str, str]]:
 
 
 def test_the_workflow_installs_this_package_then_runs_the_gate():
-    """The steps are: check out, set up Python, install our distribution, run gate.sh, publish."""
-    steps = run_steps(WORKFLOW.read_text(encoding="utf-8"))
+    """The steps are: check out the project and the testbed, set up Python, install the
+    testbed's checkout (it is not on PyPI: installing its name would fetch nothing, or
+    someone else's package), run gate.sh, publish."""
+    text = WORKFLOW.read_text(encoding="utf-8")
+    steps = run_steps(text)
     name = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]
+    assert [s.get("uses") for s in steps[:2]] == ["actions/checkout@v4"] * 2
+    assert "          path: testbed\n" in text
     install = [s for s in steps if s.get("id") == "install"]
     assert len(install) == 1
-    assert install[0]["run"] == f"python -m pip install {name}"
+    assert install[0]["run"] == "python -m pip install ./testbed"
+    assert f"install {name}" not in text
     assert [s["run"] for s in steps if "run" in s and s.get("id") != "install"] == ["bash gate.sh"]
     assert any(s.get("uses", "").startswith("mikepenz/action-junit-report") for s in steps)
 
