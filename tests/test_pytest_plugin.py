@@ -34,6 +34,16 @@ def _project(folder: Path) -> str:
     return shown
 
 
+def _broken_project(tmp_path: Path) -> None:
+    """The doc's project and a test_broken.py stating a guarantee its check breaks."""
+    _project(tmp_path)
+    (tmp_path / "test_broken.py").write_text(
+        "from my_check import NewestExitCheck\n"
+        "from platform_testbed.sim.kit.pytest_plugin import guarantee_test\n"
+        "from platform_testbed.sim.kit.strategies import never_misses\n"
+        "test_never_misses = guarantee_test(NewestExitCheck, never_misses)\n")
+
+
 def test_the_docs_user_project_passes_its_own_tests_with_the_plugin(tmp_path):
     """my_check.py and test_my_check.py from the doc, in an empty folder: pytest prints what the doc shows."""
     shown = _project(tmp_path)
@@ -49,12 +59,7 @@ def test_the_docs_user_project_passes_its_own_tests_with_the_plugin(tmp_path):
 
 def test_a_broken_guarantee_fails_the_users_test_with_the_smallest_world(tmp_path):
     """guarantee_test of a guarantee the doc's check breaks: pytest fails, showing the world found."""
-    _project(tmp_path)
-    (tmp_path / "test_broken.py").write_text(
-        "from my_check import NewestExitCheck\n"
-        "from platform_testbed.sim.kit.pytest_plugin import guarantee_test\n"
-        "from platform_testbed.sim.kit.strategies import never_misses\n"
-        "test_never_misses = guarantee_test(NewestExitCheck, never_misses)\n")
+    _broken_project(tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_broken.py",
          "--testbed-examples", "50"], cwd=tmp_path, env=os.environ | {"PYTHONPATH": str(tmp_path)},
@@ -68,12 +73,7 @@ def test_a_broken_guarantee_fails_the_users_test_with_the_smallest_world(tmp_pat
 def test_a_guarantee_test_runs_with_the_plugin_off(tmp_path):
     """pytest -p no:testbed: guarantee_test still searches (the kit's defaults) and finds
     the smallest world, where the run's options it reads are not there."""
-    _project(tmp_path)
-    (tmp_path / "test_broken.py").write_text(
-        "from my_check import NewestExitCheck\n"
-        "from platform_testbed.sim.kit.pytest_plugin import guarantee_test\n"
-        "from platform_testbed.sim.kit.strategies import never_misses\n"
-        "test_never_misses = guarantee_test(NewestExitCheck, never_misses)\n")
+    _broken_project(tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:testbed",
          "test_broken.py"], cwd=tmp_path,
