@@ -62,15 +62,3 @@ def test_a_check_file_imports_a_package_of_the_project(
     assert _reason(capsys, "checks/split.py:Split") == "from the project"
     assert sys.path == before
 
-
-def test_expecting_a_check_not_running_says_how_to_run_ones_own(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A hunt's found file expects the user's check: run without it, one line says how."""
-    found = tmp_path / "found.toml"
-    found.write_text('name = "found"\n[expect]\nnewest-exit = "missed"\n')
-    assert main(["compare", str(found), "--check", "count"]) == 2
-    assert capsys.readouterr().err == (
-        "testbed: expect.newest-exit: unknown check (built-in: count, timestamp, flyctl-smoke, "
-        "min-healthy-time, restart-counter, circuit-breaker; running: count); a check of your "
-        "own runs with --check FILE.py:NAME or package.module:NAME\n")

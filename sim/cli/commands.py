@@ -162,6 +162,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     names = [b.setup.name for b in built]
     twinopts.check_against(steps, names, args)
     rows = names + [s.name for s in steps]  # a process's row is expected as any check's
+    for item in args.expect:
+        # Asked for on the command line (a CI gate): a check that does not run would pass
+        # the gate unjudged. A file's [expect] of a built-in left out is "not judged".
+        if (key := item.partition("=")[0].strip()) not in rows:
+            raise BadInput(f"--expect {item!r}: {key} does not run (running: {', '.join(rows)}); "
+                           f"add --check {key}")
     for key in loaded.expect:
         if key not in BUILTIN_CHECKS and key not in rows:
             # A hunt's found file expects the user's check, which is not built in: say how.

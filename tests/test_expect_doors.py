@@ -1,0 +1,38 @@
+"""Expectations that name a check: one not running is bad input when the command line asks
+for it (a CI gate would pass unjudged), and a found file's user check says how to run it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from platform_testbed.sim.cli.parser import main
+
+
+def test_expecting_a_check_not_running_says_how_to_run_ones_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hunt's found file expects the user's check: run without it, one line says how."""
+    found = tmp_path / "found.toml"
+    found.write_text('name = "found"\n[expect]\nnewest-exit = "missed"\n')
+    assert main(["compare", str(found), "--check", "count"]) == 2
+    assert capsys.readouterr().err == (
+        "testbed: expect.newest-exit: unknown check (built-in: count, timestamp, flyctl-smoke, "
+        "min-healthy-time, restart-counter, circuit-breaker; running: count); a check of your "
+        "own runs with --check FILE.py:NAME or package.module:NAME\n")
+
+
+
+def test_expect_on_the_command_line_of_a_check_that_does_not_run_is_bad_input(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CI gate's --expect for a check left out would pass unjudged: one line, exit 2. The
+    file's own [expect] of a built-in left out stays "not judged" (exit 0)."""
+    assert main(["compare", "sept25-crash-loop", "--check", "count",
+                 "--expect", "timestamp=caught"]) == 2
+    assert capsys.readouterr().err == (
+        "testbed: --expect 'timestamp=caught': timestamp does not run (running: count); "
+        "add --check timestamp\n")
+    assert main(["compare", "sept25-crash-loop", "--check", "count"]) == 0
+    assert "not judged (did not run): timestamp" in capsys.readouterr().out
