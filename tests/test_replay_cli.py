@@ -119,3 +119,14 @@ def test_a_simulator_recording_writes_rfc3339_exited_at_and_reads_back_equal(tmp
         assert parse_rfc3339_ms(exited_at) == event["timestamp"]
     recordings = read_recordings(text.splitlines())
     assert dump_recording(recordings[0]) == text
+
+
+def test_replay_header_names_the_options_the_recording_gave(tmp_path, capsys):
+    """The text header groups options by source, a recording's too (as --json says)."""
+    looks = tmp_path / "looks.jsonl"
+    assert main(["compare", "healthy-release", "--check", "count", "--check-opt",
+                 "look_delay_s=4", "--record", str(looks)]) == 0
+    capsys.readouterr()
+    main(["replay", str(looks)])
+    header = capsys.readouterr().out
+    assert re.search(r"^  count  look_delay_s=4, [^;(]*\(recording\)$", header, re.M), header

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 # Outcomes a person must not miss are shouted.
 LOUD = {"missed": "MISSED", "false_alarm": "FALSE ALARM", "error": "ERROR"}
 #: Sources in the order they override each other (README "Check options").
-_SOURCES = ("--check-opt", "scenario", "default")
+_SOURCES = ("--check-opt", "recording", "scenario", "default")  # recording: a replay's
 
 
 def _s(value: float | None) -> str:
