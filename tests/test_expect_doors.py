@@ -9,6 +9,8 @@ import pytest
 
 from platform_testbed.sim.cli.parser import main
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def test_expecting_a_check_not_running_says_how_to_run_ones_own(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -36,3 +38,17 @@ def test_expect_on_the_command_line_of_a_check_that_does_not_run_is_bad_input(
         "add --check timestamp\n")
     assert main(["compare", "sept25-crash-loop", "--check", "count"]) == 0
     assert "not judged (did not run): timestamp" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("count", [-1, 4])
+def test_a_series_late_failure_count_outside_its_publishes_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], count: int
+) -> None:
+    """Three publishes: 0 to 3 of them can fail late; -1 or 4 can never hold (it was exit 1)."""
+    shipped = ROOT / "scenarios" / "series" / "sept25-three-publishes.toml"
+    series = tmp_path / "series.toml"
+    series.write_text(shipped.read_text().replace("count = 3", f"count = {count}"))
+    assert main(["series", str(series)]) == 2
+    assert capsys.readouterr().err == (
+        f"testbed: expect_late_failures.count: must be 0 to 3, the publishes in the series "
+        f"(got {count})\n")

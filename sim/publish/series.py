@@ -117,9 +117,12 @@ def run_series(
     spec, loaded = load_series(path)
     built = [load_checks(list(specs), world.check.model_dump()) for _, world in loaded]
     names = {check_name(c) for c in built[0]}
-    for check in spec.expect_late_failures:
+    for check, want in spec.expect_late_failures.items():
         if check not in names:
             raise BadInput(f"expect_late_failures.{check}: that check does not run")
+        if not 0 <= want <= len(loaded):  # a count of publishes: none can hold otherwise
+            raise BadInput(f"expect_late_failures.{check}: must be 0 to {len(loaded)}, the "
+                           f"publishes in the series (got {want})")
     publishes = []
     for (entry, world), checks in zip(loaded, built, strict=True):
         seed = world.seed if entry.seed is None else entry.seed
