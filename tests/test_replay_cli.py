@@ -130,3 +130,19 @@ def test_replay_header_names_the_options_the_recording_gave(tmp_path, capsys):
     main(["replay", str(looks)])
     header = capsys.readouterr().out
     assert re.search(r"^  count  look_delay_s=4, [^;(]*\(recording\)$", header, re.M), header
+
+
+def test_a_run_the_check_deployed_in_is_not_replayed_but_said_why(tmp_path, capsys):
+    """flyctl-smoke deploys in the simulator by default; its recording holds looks, not the
+    updates, so its row says why replay cannot read it, rather than a verdict the live run
+    did not give (it passed at +0.0 s where the live run failed)."""
+    looks = tmp_path / "looks.jsonl"
+    main(["compare", "restart-counter-platform", "--check", "flyctl-smoke", "--json",
+          "--record", str(looks)])
+    [live] = [r for run in json.loads(capsys.readouterr().out)["runs"] for r in run["results"]]
+    assert live["verdict"] == "fail"
+    main(["replay", str(looks), "--json"])
+    [row] = json.loads(capsys.readouterr().out)["results"]
+    assert row["verdict"] is None
+    assert row["reason"].startswith("flyctl-smoke deployed the release in this recorded run")
+    assert row["reason"].endswith("record with --check-opt flyctl-smoke.rollout=at-publish")

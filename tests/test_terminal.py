@@ -182,7 +182,7 @@ def test_replay_fits_and_shows_every_check_and_verdict(columns, monkeypatch, cap
     # Every name also appears in the options header and the reasons: judge each run's row.
     rows = {line.split()[0]: line.split()[1:3] for line in text.splitlines() if "/seed=" in line}
     assert {row["run"]: [row["check"], row["verdict"] or "none"] for row in doc["results"]} == rows
-    assert {row["verdict"] for row in doc["results"]} == {"pass", "fail"}  # both kinds shown
+    assert {"pass", "fail"} <= {row["verdict"] for row in doc["results"]}  # both kinds shown
 
 
 @pytest.mark.parametrize("columns", WIDTHS)

@@ -53,13 +53,21 @@ def _script(tmp_path: Path, name: str, body: str) -> Path:
     return path
 
 
-def _group_members(pgid: int) -> list[int]:
-    """Every live process whose process group is ``pgid`` (from /proc).
+def _group_members(pgid: int, settle_s: float = 5.0) -> list[int]:
+    """Every live process whose process group is ``pgid`` (from /proc), once none is left
+    or ``settle_s`` has passed: a SIGKILLed process is gone only when the kernel has torn
+    it down, which on loaded cores came after the command's exit (failed once at -n 2
+    beside a CI run).
 
     Zombies are dead (killed, waiting for whoever inherited them to reap them: in a
     container whose init does not reap, they stay): they are not counted.
     """
-    return [pid for pid, state, _, group in processes() if group == pgid and state != "Z"]
+    deadline = time.monotonic() + settle_s
+    while True:
+        live = [pid for pid, state, _, group in processes() if group == pgid and state != "Z"]
+        if not live or time.monotonic() >= deadline:
+            return live
+        time.sleep(0.05)
 
 
 def test_check_http_timestamp_catches_every_seed(capsys: pytest.CaptureFixture[str]) -> None:

@@ -158,6 +158,12 @@ def recorded_seed(run: str | None) -> int | None:
     return int(seed) if sep and seed.isdigit() else None
 
 
+#: Why a run the check deployed in is not replayed (its row's error).
+DEPLOYED = ("{name} deployed the release in this recorded run (one machine at a time), and a "
+            "recording holds its looks, not its updates: replay cannot read it; record with "
+            "--check-opt {name}.rollout=at-publish")
+
+
 def replay_all(
     recordings: Sequence[Recording],
     names: list[str],
@@ -177,10 +183,19 @@ def replay_all(
         built = build_checks(names, recording.check_options or {}, extra, source="recording")
         recorded_by = (recording.run or "").split("/")[0]
         chosen = [b for b in built if b.setup.name == recorded_by] or list(built)
+        seed = recorded_seed(recording.run)
         for loaded in chosen:
+            if seed is not None and loaded.setup.name == recorded_by and prepare(
+                    loaded.check, seed, updates=True)[1]:
+                # The simulator let this check deploy (its rollout), and a recording holds
+                # the looks, not the updates: read at the publish it would give another
+                # verdict (flyctl-smoke passed at +0.0 s on the previous image's first look).
+                rows.append(_row(recording, loaded.setup, None, (), DEPLOYED.format(
+                    name=loaded.setup.name)))
+                continue
             # The recorded run's seed (``NAME/seed=N``) reaches a check that draws from
             # it; replay cannot update machines (``checks.protocol.prepare``).
-            check, _ = prepare(loaded.check, recorded_seed(recording.run), updates=False)
+            check, _ = prepare(loaded.check, seed, updates=False)
             try:
                 result = replay(budget.guard(check), recording.publish_started_ms,
                                 recording.looks, budget.max_looks)
