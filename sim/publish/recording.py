@@ -159,7 +159,7 @@ def recorded_seed(run: str | None) -> int | None:
 
 
 #: Why a run the check deployed in is not replayed (its row's error).
-DEPLOYED = ("{name} deployed the release in this recorded run (one machine at a time), and a "
+DEPLOYED = ("{name} deployed the release in this recorded run (a pool of machines at a time), and a "
             "recording holds its looks, not its updates: replay cannot read it; record with "
             "--check-opt {name}.rollout=at-publish")
 
