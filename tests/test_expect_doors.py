@@ -3,6 +3,7 @@ for it (a CI gate would pass unjudged), and a found file's user check says how t
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,18 @@ def test_a_series_late_failure_count_outside_its_publishes_is_bad_input(
     assert capsys.readouterr().err == (
         f"testbed: expect_late_failures.count: must be 0 to 3, the publishes in the series "
         f"(got {count})\n")
+
+
+def test_a_series_expectation_of_a_check_left_out_is_not_judged(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The shipped series expects count and timestamp; run with count alone, timestamp's
+    expectation is not judged (as compare's [expect]), and count's still is (it was exit 2)."""
+    assert main(["series", "sept25-three-publishes", "--check", "count"]) == 0
+    out = capsys.readouterr().out
+    assert "expectations held (late failures): count 3" in out
+    assert out.rstrip().endswith("not judged (did not run): timestamp")
+    assert main(["series", "sept25-three-publishes", "--check", "count", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["expect_not_run"] == ["timestamp"]
+    assert document["expectations_failed"] == []

@@ -109,6 +109,7 @@ def cmd_series(args: argparse.Namespace) -> int:
             ],
             "late_failures": {name: result.late_failures(name) for name in names},
             "expectations_failed": result.failed_expectations,
+            "expect_not_run": list(result.expect_not_run),
         }))
     else:
         print(series_text(result, names))

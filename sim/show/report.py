@@ -251,4 +251,6 @@ def series_text(result: SeriesResult, checks: Sequence[str], at: int | None = No
     elif result.expect_late_failures:
         held = ", ".join(f"{c} {n}" for c, n in result.expect_late_failures.items())
         lines.append(f"expectations held (late failures): {held}")
+    if result.expect_not_run:
+        lines.append(f"not judged (did not run): {', '.join(result.expect_not_run)}")
     return "\n".join(line.rstrip() for line in lines)
