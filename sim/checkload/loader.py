@@ -125,6 +125,9 @@ class _Target:
     name: str
     fields: tuple[_Field, ...] | None  # None: takes any option (a cmd: check)
     build: Any  # Callable[[dict[str, Any]], Check]
+    #: Where the spec was given, the start of its messages: ``--check``, or a file's
+    #: field (``checks:``).
+    door: str = "--check"
 
 
 def _import(module_name: str) -> ModuleType:
@@ -196,53 +199,54 @@ def _fields(cls: type[Any]) -> tuple[_Field, ...]:
     )
 
 
-def _class_target(spec: str, cls: type[Any], name: str) -> _Target:
+def _class_target(spec: str, cls: type[Any], name: str, door: str) -> _Target:
     def build(kwargs: dict[str, Any]) -> Check:
         try:
             made: Check = cls(**kwargs)
         except Exception as error:
-            raise BadInput(f"--check {spec}: cannot build it ({error})") from None
+            raise BadInput(f"{door} {spec}: cannot build it ({error})") from None
         return made
 
     declared = getattr(cls, "name", None)
     return _Target(spec, declared if isinstance(declared, str) and declared else name,
-                   _fields(cls), build)  # type: ignore[arg-type]  # a class hashes
+                   _fields(cls), build, door)  # type: ignore[arg-type]  # a class hashes
 
 
-def _user_target(spec: str) -> _Target:
+def _user_target(spec: str, door: str) -> _Target:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise BadInput(
-            f"--check {spec!r}: expected a built-in name, package.module:name or path/to/file.py:name"
+            f"{door} {spec!r}: expected a built-in name, package.module:name or path/to/file.py:name"
         )
     try:
         module = _import(module_name)
     except Exception as error:  # any import-time failure of user code is bad input
-        raise BadInput(f"--check {spec}: cannot import {module_name} ({error})") from None
+        raise BadInput(f"{door} {spec}: cannot import {module_name} ({error})") from None
     target = getattr(module, attr, None)
     if target is None:
-        raise BadInput(f"--check {spec}: {module_name} has no attribute {attr!r}")
+        raise BadInput(f"{door} {spec}: {module_name} has no attribute {attr!r}")
     if inspect.isclass(target):
-        return _class_target(spec, target, attr)
+        return _class_target(spec, target, attr, door)
     obj = target
-    return _Target(spec, check_name(obj) if hasattr(obj, "name") else attr, (), lambda _: obj)
+    return _Target(spec, check_name(obj) if hasattr(obj, "name") else attr, (), lambda _: obj,
+                   door)
 
 
-def _target(spec: str) -> _Target:
+def _target(spec: str, door: str) -> _Target:
     if spec in BUILTIN_CHECKS:
-        return _class_target(spec, BUILTIN_CHECKS[spec], spec)
+        return _class_target(spec, BUILTIN_CHECKS[spec], spec, door)
     if spec.startswith(checkcmd.SPEC_PREFIX):
         command = checkcmd.parse_spec(spec)
-        return _Target(spec, command.name, None, command.build)
+        return _Target(spec, command.name, None, command.build, door)
     if ":" in spec:
-        return _user_target(spec)
+        return _user_target(spec, door)
     known = ", ".join(BUILTIN_CHECKS)
-    raise BadInput(f"--check {spec!r}: unknown check (built-in: {known})")
+    raise BadInput(f"{door} {spec!r}: unknown check (built-in: {known})")
 
 
 def _finish(target: _Target, check: Check) -> Check:
     if not callable(getattr(check, "next", None)):
-        raise BadInput(f"--check {target.spec}: has no next(publish_started_ms, looks) method")
+        raise BadInput(f"{target.door} {target.spec}: has no next(publish_started_ms, looks) method")
     try:
         name = getattr(check, "name", None)
     except Exception:  # a broken name is the check's error, reported by the driver per run
@@ -351,22 +355,24 @@ def build_checks(
     scenario: BaseModel | Mapping[str, Any],
     extra: Mapping[str, Any] | None = None,
     source: Source = "scenario",
+    door: str = "--check",
 ) -> list[LoadedCheck]:
     """Build the named checks (default: every built-in) and say which options each got.
 
     ``scenario`` is the ``[check]`` table (validated: only its set keys apply; a plain
     mapping: all of it). Two checks with the same name are bad input: results are keyed
-    by name.
+    by name. ``door`` is where the names were given, as a bad one's message starts
+    (``--check``, or a sweep file's ``checks:``).
     """
     table = ScenarioOptions.of(scenario, source)
-    key = _built_key(names, table, extra or {})
+    key = _built_key(names, table, extra or {}, door)
     if key is not None:
         return list(_built_builtins(key))
-    return _build_all(names, table, extra or {})
+    return _build_all(names, table, extra or {}, door)
 
 
 def _built_key(names: Sequence[str], table: ScenarioOptions,
-               extra: Mapping[str, Any]) -> tuple[Any, ...] | None:
+               extra: Mapping[str, Any], door: str) -> tuple[Any, ...] | None:
     """What decides the built-ins a list builds (their specs, the options they get), or None.
 
     Only built-ins are kept: a user's object or command is built as asked each time. A
@@ -379,7 +385,7 @@ def _built_key(names: Sequence[str], table: ScenarioOptions,
     set_keys = tuple((k, type(table.values[k]), table.values[k])
                      for k in sorted(table.explicit) if k in table.values)
     key = (specs, set_keys, tuple((k, type(v), v) for k, v in extra.items()),
-           table.source)
+           table.source, door)
     try:
         hash(key)
     except TypeError:  # a list or table as a value: not kept
@@ -392,16 +398,16 @@ def _built_key(names: Sequence[str], table: ScenarioOptions,
 # process for each distinct ask (issue 22: building them was a third of a world).
 @functools.lru_cache(maxsize=1024)
 def _built_builtins(key: tuple[Any, ...]) -> tuple[LoadedCheck, ...]:
-    specs, set_keys, extra, source = key
+    specs, set_keys, extra, source, door = key
     # A built-in takes only the keys a table sets: the key holds all it needs.
     table = ScenarioOptions(MappingProxyType({k: v for k, _, v in set_keys}),
                             frozenset(k for k, _, _ in set_keys), source)
-    return tuple(_build_all(specs, table, {k: v for k, _, v in extra}))
+    return tuple(_build_all(specs, table, {k: v for k, _, v in extra}, door))
 
 
 def _build_all(names: Sequence[str], table: ScenarioOptions,
-               extra: Mapping[str, Any]) -> list[LoadedCheck]:
-    targets = [_target(spec) for spec in names or list(BUILTIN_CHECKS)]
+               extra: Mapping[str, Any], door: str) -> list[LoadedCheck]:
+    targets = [_target(spec, door) for spec in names or list(BUILTIN_CHECKS)]
     built = [
         _build(t, table, mine)
         for t, mine in zip(targets, _scoped(extra or {}, targets), strict=True)
@@ -410,7 +416,7 @@ def _build_all(names: Sequence[str], table: ScenarioOptions,
     for loaded in built:
         name = loaded.setup.name
         if name in seen:
-            raise BadInput(f"--check {loaded.setup.spec}: another chosen check "
+            raise BadInput(f"{door} {loaded.setup.spec}: another chosen check "
                            f"({seen[name]}) is also named {name!r}; names must differ")
         seen[name] = loaded.setup.spec
     return built
@@ -420,9 +426,10 @@ def load_checks(
     names: Sequence[str],
     options: BaseModel | Mapping[str, Any],
     extra: Mapping[str, Any] | None = None,
+    door: str = "--check",
 ) -> list[Check]:
     """Build the named checks (default: every built-in); see ``build_checks``."""
-    return [loaded.check for loaded in build_checks(names, options, extra)]
+    return [loaded.check for loaded in build_checks(names, options, extra, door=door)]
 
 
 def setups(loaded: Collection[LoadedCheck]) -> tuple[CheckSetup, ...]:

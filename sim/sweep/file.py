@@ -371,13 +371,8 @@ def from_spec(spec: SweepFile, sweep_dir: Path, default_name: str = "sweep") -> 
         axes.append((key, tuple(values)))
     base_scenario = validate(base, scenario_name)
     check_names = spec.checks or list(BUILTIN_CHECKS)
-    try:  # an unknown or unloadable check: BadInput now, naming the field it came from
-        load_checks(check_names, base_scenario.check.model_dump())
-    except BadInput as error:
-        said = str(error)
-        if not said.startswith("--check "):
-            raise
-        raise BadInput(f"checks: {said.removeprefix('--check ')}") from None
+    # An unknown or unloadable check: BadInput now, naming the field it came from.
+    load_checks(check_names, base_scenario.check.model_dump(), door="checks:")
     if isinstance(spec.seeds, int):
         first = base_scenario.seed if spec.first_seed is None else spec.first_seed
         seeds = tuple(seed_range("seeds", first, spec.seeds))  # none past MAX_SEED
