@@ -45,10 +45,23 @@ def processes() -> Iterator[tuple[int, str, int, int]]:
         yield int(entry.name), fields[0], int(fields[1]), int(fields[2])
 
 
+def pool_servers() -> set[int]:
+    """This process's multiprocessing forkserver and resource tracker, if running: a pool's
+    servers outlive the pool by design, so an earlier test's pool in the same xdist worker
+    leaves them (tests/test_sweep.py before test_checkcmd.py or test_hostile_doors.py
+    failed those); they are nobody's leak."""
+    from multiprocessing import forkserver, resource_tracker  # noqa: PLC0415
+
+    pids = {getattr(forkserver._forkserver, "_forkserver_pid", None),
+            getattr(resource_tracker._resource_tracker, "_pid", None)}
+    return {pid for pid in pids if pid is not None}
+
+
 def children() -> list[int]:
-    """Process ids whose parent is this test process (zombies included)."""
-    me = os.getpid()
-    return [pid for pid, _, parent, _ in processes() if parent == me]
+    """Process ids whose parent is this test process (zombies included), but its pool
+    servers (``pool_servers``)."""
+    me, servers = os.getpid(), pool_servers()
+    return [pid for pid, _, parent, _ in processes() if parent == me and pid not in servers]
 
 
 def run_alone(tmp_path: Path, source: str) -> str:

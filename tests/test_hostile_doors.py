@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from platform_testbed.sim import api
-from tests.procs import processes
+from tests.procs import pool_servers, processes
 from tests.test_hostile import SCENARIO, TIME_BOUND_S, Case, _run
 
 #: Reasons a ``--check-cmd`` gives, as the escapes Python reads (the child decodes them).
@@ -58,9 +58,11 @@ SWEEP_HEAD = 'scenario = "sept25-crash-loop"\nchecks = ["count"]\nseeds = 1\n'
 
 
 def _children() -> list[int]:
-    """The pids of this process's live children (from /proc): a case must leave none."""
-    me = os.getpid()
-    return [pid for pid, state, parent, _ in processes() if parent == me and state != "Z"]
+    """The pids of this process's live children (from /proc), but its pool servers
+    (``tests.procs.pool_servers``): a case must leave none."""
+    me, servers = os.getpid(), pool_servers()
+    return [pid for pid, state, parent, _ in processes()
+            if parent == me and state != "Z" and pid not in servers]
 
 
 def _cli_corpus() -> list[Case]:
