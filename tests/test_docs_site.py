@@ -8,7 +8,11 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import yaml
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+from platform_testbed.sim.config import scenario
+from platform_testbed.sim.show.explore import detection_grid
+from platform_testbed.sim.show.gridplot import detection_grid_figure
 from tests.doc_blocks import ROOT
 
 #: The issue's bound for the front page (issue 31: it was 1,064 lines).
@@ -80,3 +84,22 @@ def test_the_site_fetches_nothing():
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
     assert config["theme"]["font"] is False
     assert config["plugins"] == ["search"]
+
+
+def test_the_detection_grid_cells_do_not_overlap():
+    """The cap-vs-detection figure (10 caps, the checks with the longest layer names) draws no
+    cell's text over another's, and wraps its panels (one row of six was 3331 px wide, labels
+    overlapping)."""
+    world = scenario.load("sept25-crash-loop", ["platform.events='minimal'", "platform.restart_delay_s=0.3",
+                                                "platform.boot_s=0.4", "check.look_delay_s=10"])
+    checks = ["count", "flyctl-smoke", "min-healthy-time"]
+    figure = detection_grid_figure(detection_grid(world, range(1, 11), [2.0, 12.0], checks=checks))
+    assert figure.get_size_inches()[0] <= 16
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()  # the constrained layout places the panels when drawn
+    renderer = canvas.get_renderer()
+    for ax in figure.axes:
+        boxes = [t.get_window_extent(renderer) for t in ax.texts]
+        assert len(boxes) == 20
+        for i, box in enumerate(boxes):
+            assert not any(box.overlaps(other) for other in boxes[i + 1:]), ax.texts[i].get_gid()
