@@ -26,6 +26,7 @@ from platform_testbed.sim.cli.hunt import add_hunt_parser
 from platform_testbed.sim.cli.parsers import add_lint_timing_parser, add_rollout_parser, add_sweep_parser
 from platform_testbed.sim.cli.pool import add_pool_options
 from platform_testbed.sim.config.settings import BadInput, check_environment
+from platform_testbed.sim.runtime.outputs import command_output
 from platform_testbed.sim.runtime.signals import HungUp, Terminated, exit_on_signals, restore_signals
 from platform_testbed.sim.show import junit
 from platform_testbed.sim.show.text import printable_streams
@@ -250,7 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         completion.hook(parser)  # a shell asking for completions gets them here, and no more
         args = parser.parse_args(argv)
         check_environment()  # every TESTBED_* limit and COLUMNS by its rule, before any work
-        code: int = args.handler(args)
+        with command_output():  # stdout and file writes that fail: one line, exit 2
+            code: int = args.handler(args)
     except KeyboardInterrupt:
         print("testbed: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
