@@ -44,7 +44,7 @@ demo: $(STAMP_RUN)
 # The suite runs on every core (pytest-xdist; TEST_WORKERS=1 for one process), then the tests
 # marked `serial` (wall-time bounds, signals to process groups) alone, so no other test's load
 # stretches their clocks. Both passes always run; either failing fails the target, as does
-# ruff, mypy or the wheel smoke. Tests are handed out by work stealing, since a few take 20 s
+# ruff, mypy, the docs build or the wheel smoke. Tests are handed out by work stealing, since a few take 20 s
 # or more (measured on a clean clone: 218 s with xdist's default, 186 s stealing).
 # Nothing waits with a core idle (2 cores): the wheel smoke (its own venv and pip, nothing of
 # .venv) starts at once, beside the install of .venv (pip is one core), and mypy and the strict
