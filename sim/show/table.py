@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from platform_testbed.sim.show.text import printable
+from platform_testbed.sim.show.text import one_line, printable
 
 #: The width off a terminal when COLUMNS is not set: wide enough for the side-by-side
 #: report in two blocks, narrow enough for a CI log pane (assumed; GitHub's is ~120).
@@ -126,10 +126,12 @@ def _rich(table: Table) -> RichTable:
                       show_header=table.headed)
     for j, title in enumerate(table.header):
         prose = j in table.prose
-        drawn.add_column(Text(printable(title)), justify="right" if j in table.right else "left",
+        # Every cell is one line: a name or a reason with a newline in it is escaped, not
+        # a second row (prose folds by width only).
+        drawn.add_column(Text(one_line(title)), justify="right" if j in table.right else "left",
                          no_wrap=not prose, overflow="fold" if prose else "ellipsis")
     for row in table.rows:
-        drawn.add_row(*(Text(printable(cell)) for cell in row))
+        drawn.add_row(*(Text(one_line(cell)) for cell in row))
     return drawn
 
 
@@ -255,8 +257,10 @@ def wrap(text: str, at: int | None = None, indent: str = "", hang: str | None = 
     """
     at = width() if at is None else at
     # Reasons, names and ids come from users' checks and recordings: escaped, never raw.
-    text, indent = printable(text), printable(indent)
-    hang = indent if hang is None else printable(hang)
+    # A label is one line (a check's name with a newline must not start a line of its
+    # own); the text's line breaks are spaces, as textwrap makes them (descriptions).
+    text, indent = printable(text), one_line(indent)
+    hang = indent if hang is None else one_line(hang)
     if indent.strip() and max(len(indent), len(hang)) > at // 2:
         lead = indent[:len(indent) - len(indent.lstrip())]
         label = textwrap.wrap(indent.strip(), width=at, initial_indent=lead,
