@@ -126,3 +126,16 @@ def test_a_recording_with_cr_line_endings_is_read_as_lf_and_crlf_are(
         results[name] = json.loads(capsys.readouterr().out)["results"]
     assert results["cr"] == results["lf"] == results["crlf"]
     assert results["lf"][0]["looks_recorded"] > 1
+
+
+def test_a_sweeps_message_names_its_file_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The rows' path on stderr: a ``[bold]`` in it is text (it was read as markup and left
+    out), an ESC is escaped, and a long one is not broken onto a second line."""
+    out = tmp_path / ("long-" * 20 + "[bold]\x1b[31mrows.csv")
+    sweep = Path(__file__).parent / "data" / "sweeps" / "small.toml"
+    assert main(["sweep", str(sweep), "--workers", "1", "--no-progress", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"rows in {tmp_path}/{'long-' * 20}[bold]\\x1b[31mrows.csv" in err
+    assert "\x1b" not in err

@@ -29,7 +29,7 @@ from platform_testbed.sim.config.settings import BadInput, check_environment
 from platform_testbed.sim.runtime.outputs import command_output
 from platform_testbed.sim.runtime.signals import HungUp, Terminated, exit_on_signals, restore_signals
 from platform_testbed.sim.show import junit
-from platform_testbed.sim.show.table import settle_columns
+from platform_testbed.sim.show.columns import settle_columns
 from platform_testbed.sim.show.text import one_line, printable_streams
 
 EXIT_BAD_INPUT = 2

@@ -14,14 +14,16 @@ import io
 import os
 import sys
 import textwrap
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from platform_testbed.sim.show.columns import columns_env
 from platform_testbed.sim.show.text import one_line, printable
 
 #: The width off a terminal when COLUMNS is not set: wide enough for the side-by-side
@@ -33,41 +35,6 @@ MIN_WIDTH = 40
 _UNBOUNDED = 10_000
 #: How far text sits under a label too wide to hang it beside (``wrap``).
 _HANG = "    "
-
-
-#: The widest COLUMNS a table is drawn at: a wider one is clamped to it.
-MAX_COLUMNS = 10_000
-
-
-def columns_env(environ: Mapping[str, str] = os.environ) -> int | None:
-    """COLUMNS as a width, or None if unset or not a width; a huge one is ``MAX_COLUMNS``.
-
-    As terminals and libraries (``shutil.get_terminal_size``, rich) read it: a COLUMNS that
-    is not a whole number of at least 1 (``abc``, ``0``, ``-5``, ``²``) is ignored, not an
-    error, so a stray export in a user's shell never stops a command.
-    """
-    text = environ.get("COLUMNS", "").strip()
-    # "²" is a digit to isdigit() but not to int(): ASCII digits only.
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        return None
-    return min(int(text), MAX_COLUMNS)
-
-
-def settle_columns(environ: MutableMapping[str, str] = os.environ) -> None:
-    """COLUMNS made readable by every reader of it in this process and its children.
-
-    rich reads COLUMNS with ``isdigit()`` then ``int()``, so ``²`` raised ValueError in every
-    progress bar; a bad COLUMNS is removed and a huge one clamped (``columns_env``). For the
-    command line only (``sim.cli.parser.main``): a library call leaves the caller's
-    environment alone.
-    """
-    if "COLUMNS" not in environ:
-        return
-    given = columns_env(environ)
-    if given is None:
-        del environ["COLUMNS"]
-    else:
-        environ["COLUMNS"] = str(given)
 
 
 def width() -> int:
@@ -118,6 +85,25 @@ class Table:
             self.headed,
             self.across,
         )
+
+
+class _Messages(Console):
+    """A console whose messages are text, never markup, and one line each (``one_line``)."""
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        """``Console.print``, each string given escaped by ``one_line``."""
+        super().print(*(one_line(o) if isinstance(o, str) else o for o in objects), **options)
+
+
+def stderr_console() -> Console:
+    """The console for messages and progress bars on stderr.
+
+    The messages carry paths and names from outside: with rich's defaults a ``[bold]`` in a
+    path was read as markup and left out of the line that names the file, an ESC in it
+    reached the terminal raw, and a long one was broken onto a second line at 80 columns
+    (in a CI log too). Each message is one line, as long as it needs.
+    """
+    return _Messages(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 
 def _rich(table: Table) -> RichTable:
