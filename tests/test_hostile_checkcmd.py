@@ -23,6 +23,7 @@ import pytest
 from platform_testbed.checks.drive import CheckFailed
 from platform_testbed.sim.checkcmd import CommandCheck, ExternalCheckError, check
 from platform_testbed.sim.kit.testing import App, drive_world, world
+from tests.test_checkcmd_signals import _running
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -60,14 +61,6 @@ def _script(tmp_path: Path, text: str) -> list[str]:
     path = tmp_path / "check.py"
     path.write_text(text)
     return [sys.executable, str(path)]
-
-
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def test_a_run_of_waits_is_bounded_in_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
