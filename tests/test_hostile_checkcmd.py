@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from platform_testbed.checks.drive import CheckFailed
-from platform_testbed.sim.checkcmd import CommandCheck, ExternalCheckError, check
+from platform_testbed.sim.checkcmd import CommandCheck, ExternalCheckError, check, child
 from platform_testbed.sim.kit.testing import App, drive_world, world
 from tests.test_checkcmd_signals import _running
 
@@ -142,3 +142,30 @@ def test_a_second_sigterm_during_the_close_does_not_spare_a_stubborn_child(tmp_p
     if survived:
         os.kill(pid, signal.SIGKILL)  # the test's own process, by its id
     assert not survived, "the stubborn check process outlived the command"
+
+
+@pytest.mark.serial
+def test_a_signal_while_the_check_process_starts_leaves_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C inside Popen, after its fork (as a real one can land): the command ends as the
+    signal says, and the process it had just started is killed, not left unknown to all."""
+    real = subprocess.Popen
+    started: list[int] = []
+
+    def popen_then_ctrl_c(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        proc = real(*args, **kwargs)  # type: ignore[call-overload]
+        started.append(proc.pid)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # the handler runs here, still inside Popen
+        return proc  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(child.subprocess, "Popen", popen_then_ctrl_c)
+    command = CommandCheck(_script(tmp_path, STUBBORN))
+    with pytest.raises(KeyboardInterrupt):
+        command.next(0, [])
+    assert started
+    survived = _running(started[0])
+    if survived:
+        os.kill(started[0], signal.SIGKILL)
+    assert not survived, "the check process started during the signal outlived it"

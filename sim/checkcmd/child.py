@@ -145,7 +145,7 @@ _HELD = frozenset({signal.SIGALRM, signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
+def _signals_held(mask: bool = True) -> Iterator[None]:
     """Hold ``_HELD`` for the block: a kill cut halfway leaves processes.
 
     The driver's limit (``sim.runtime.signals.under_alarm``) raises every 50 ms until the
@@ -154,7 +154,8 @@ def _signals_held() -> Iterator[None]:
     the signal, and each noted one is raised again right after the block, as it came: a
     mask alone is not enough, since the kernel hands a process's signal to any thread that
     does not block it (a progress bar's, a timer's) and Python then runs the handler in
-    the main thread all the same. The mask stays, for a signal with no Python handler.
+    the main thread all the same. The mask stays, for a signal with no Python handler
+    (``mask=False``: none, around a fork whose child would inherit it).
     """
     arrived: list[int] = []
     previous: dict[int, Any] = {}
@@ -164,7 +165,7 @@ def _signals_held() -> Iterator[None]:
             if handler not in (signal.SIG_IGN, None):
                 previous[kind] = handler
                 signal.signal(kind, lambda signum, frame: arrived.append(signum))
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD if mask else ())
     try:
         yield
     finally:
@@ -225,17 +226,26 @@ class Child:
             _subreaper(True)
         _running[0] += 1
         self.mark = f"{os.getpid()}.{next(_marks)}"
+        started: list[subprocess.Popen[bytes]] = []
         try:
-            self.proc = subprocess.Popen(
-                list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, bufsize=0, start_new_session=True,
-                env={**os.environ, MARK_ENV: self.mark},
-            )
+            # A signal once raised inside Popen after its fork: the exception left the child
+            # running and known to nobody. It is noted instead (no mask: the child would
+            # inherit it), and raised once the child is ours to kill.
+            with _signals_held(mask=False):
+                started.append(subprocess.Popen(
+                    list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, bufsize=0, start_new_session=True,
+                    env={**os.environ, MARK_ENV: self.mark},
+                ))
         except BaseException:
-            _running[0] -= 1
-            if _running[0] == 0:
-                _subreaper(False)
+            if started:
+                _kill(started[0], [], self.mark)  # counts this child out of _running
+            else:
+                _running[0] -= 1
+                if _running[0] == 0:
+                    _subreaper(False)
             raise
+        self.proc = started[0]
         assert self.proc.stdin
         assert self.proc.stdout
         assert self.proc.stderr
