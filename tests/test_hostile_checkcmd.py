@@ -23,6 +23,7 @@ import pytest
 from platform_testbed.checks.drive import CheckFailed
 from platform_testbed.sim.checkcmd import CommandCheck, ExternalCheckError, check, child
 from platform_testbed.sim.kit.testing import App, drive_world, world
+from platform_testbed.sim.runtime.signals import alarm_usable, under_alarm
 from tests.test_checkcmd_signals import _running
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -169,3 +170,26 @@ def test_a_signal_while_the_check_process_starts_leaves_no_process(
     if survived:
         os.kill(started[0], signal.SIGKILL)
     assert not survived, "the check process started during the signal outlived it"
+
+
+def test_stderr_written_as_fast_as_it_is_read_does_not_outlast_the_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child whose stderr never runs dry (here: every read of it returns a full chunk):
+    the answer's deadline still ends the exchange, as a one-line error."""
+    if not alarm_usable():
+        pytest.skip("SIGALRM is not usable here (not the main thread, or taken)")
+    process = child.Child(_script(tmp_path, "import time\ntime.sleep(30)\n"))
+    real_read = os.read
+
+    def endless(fd: int, size: int) -> bytes:
+        return b"x" * size if fd == process.stderr else real_read(fd, size)
+
+    monkeypatch.setattr(child.os, "read", endless)
+    try:
+        # Bounded here too, so the old reader (a loop while stderr had data) fails, not hangs.
+        with pytest.raises(ExternalCheckError, match=r"gave no answer within 0\.3 s"):
+            under_alarm(5.0, process.exchange, "{}", 0.3)
+    finally:
+        monkeypatch.undo()
+        process.close(0)

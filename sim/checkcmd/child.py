@@ -23,6 +23,8 @@ MAX_ANSWER_BYTES = 1 << 20
 #: Stderr kept per child (the newest bytes) and lines of it quoted in an error.
 STDERR_KEEP_BYTES = 64 * 1024
 STDERR_TAIL_LINES = 3
+#: Chunks of stderr read at one go (64 KiB each): the rest waits for the next select.
+_STDERR_READS = 16
 
 
 class ExternalCheckError(RuntimeError):
@@ -263,7 +265,11 @@ class Child:
         self.finalizer = weakref.finalize(self, _kill, self.proc, self.below, self.mark)
 
     def _read_stderr(self) -> None:
-        while self.stderr_open:
+        # At most _STDERR_READS chunks a call: a child that writes stderr as fast as it is
+        # read must not keep the reader here past the answer's deadline.
+        for _ in range(_STDERR_READS):
+            if not self.stderr_open:
+                return
             try:
                 chunk = os.read(self.stderr, 65536)
             except BlockingIOError:
