@@ -193,3 +193,13 @@ def test_stderr_written_as_fast_as_it_is_read_does_not_outlast_the_deadline(
     finally:
         monkeypatch.undo()
         process.close(0)
+
+
+def test_an_answer_nested_too_deeply_is_a_protocol_error() -> None:
+    """100,000 nested arrays on one line: the protocol's one-line error, not RecursionError."""
+    from platform_testbed.sim.checkcmd import AnswerError, parse_answer  # noqa: PLC0415
+
+    with pytest.raises(AnswerError, match="JSON nested too deeply"):
+        parse_answer("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(AnswerError, match="JSON nested too deeply"):
+        parse_answer('{"wait": ' + "[" * 100_000 + "]" * 100_000 + "}")
