@@ -170,12 +170,11 @@ def hunt_suite(result: HuntResult, paths: list[Path], check_arg: str) -> junit.S
 def cmd_hunt(args: argparse.Namespace) -> int:
     """Hunt, write the files found, print the summary; exit 1 when anything was found."""
     # hypothesis loads only for a hunt, not for every `testbed` command.
-    from rich.console import Console  # noqa: PLC0415
-
     from platform_testbed.sim.checkload.budget import check_budget  # noqa: PLC0415
     from platform_testbed.sim.config import scenario  # noqa: PLC0415
     from platform_testbed.sim.hunt.output import check_out_dir, summary, table, write_found  # noqa: PLC0415
     from platform_testbed.sim.hunt.search import hunt  # noqa: PLC0415
+    from platform_testbed.sim.show.table import stderr_console  # noqa: PLC0415
 
     # Every input is checked before the search starts: a bad one costs no time.
     if not 1 <= args.budget <= MAX_BUDGET:
@@ -195,7 +194,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     check_out_dir(args.out, force=args.force)
     args.junit = junit.checked(args)
 
-    errors = Console(stderr=True)
+    errors = stderr_console()  # a path's [brackets] and ESC are printed as text
     show = not args.no_progress and sys.stderr.isatty()
     progress = hunt_progress(name, errors, disable=not show)
     task = progress.add_task("", total=args.budget)

@@ -31,6 +31,7 @@ from platform_testbed.sim.runtime import installs
 from platform_testbed.sim.runtime.outputs import check_image
 from platform_testbed.sim.runtime.scheduler import check_scheduler
 from platform_testbed.sim.show import junit
+from platform_testbed.sim.show.table import stderr_console
 from platform_testbed.sim.sweep.file import Sweep, load_sweep
 from platform_testbed.sim.sweep.output import (
     SweepResult,
@@ -161,7 +162,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         # Faceted maps write one file per check: every name is judged before the sweep.
         for path in facet_paths(sweep, Path(args.heatmap)):
             check_image("--heatmap", path, args.force)
-    errors = Console(stderr=True)
+    errors = stderr_console()  # a path's [brackets] and ESC are printed as text
     result, kept = _run_to_file(args, sweep, out, errors, budget)
     twinopts.report_timings(steps)
     # Here the file is in place, whole: every finished row (all of them, or with Ctrl-C
