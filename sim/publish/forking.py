@@ -16,7 +16,6 @@ says None, and the caller simulates that world again from time 0 as before.
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import itertools
 import random
@@ -27,6 +26,7 @@ import simpy
 from simpy.core import SimTime, StopSimulation
 from simpy.events import EventPriority
 
+from platform_testbed.sim.platform.environment import new_environment
 from platform_testbed.sim.platform.machine import Machine
 from platform_testbed.sim.publish.site import Site
 from platform_testbed.sim.publish.world import (
@@ -76,7 +76,7 @@ def fork(world: World, foreign: Foreign, taken: Sequence[Entry] = ()) -> World |
     if world.waking:  # fly-proxy's autostart is a process on its way: not copied
         return None
     old = world.env
-    env = simpy.Environment(old.now)
+    env = new_environment(old.now)
     site = _site(world.site, env)
     machines: list[Machine] = []
     mapped: dict[int, simpy.Event] = {}
@@ -117,8 +117,12 @@ def fork(world: World, foreign: Foreign, taken: Sequence[Entry] = ()) -> World |
     if proxy is not None:
         proxy = random.Random.__new__(random.Random)
         proxy.setstate(world.proxy_rng.getstate())
-    copied = dataclasses.replace(world, env=env, machines=machines, site=site, looks=[],
-                                 _proxy_rng=proxy)
+    # Every field as it is (``dataclasses.replace`` without re-running ``__init__``): the
+    # scenario, images, seeds and verdict so far are immutable or replaced here.
+    copied: World = World.__new__(World)
+    copied.__dict__.update(world.__dict__)
+    copied.env, copied.machines, copied.site, copied.looks = env, machines, site, []
+    copied._proxy_rng = proxy
     hook_autostart(copied)
     return copied
 

@@ -21,7 +21,9 @@ from platform_testbed.checks.drive import check_name, drive, drive_deploying
 from platform_testbed.checks.protocol import prepare
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.scenario import Scenario
+from platform_testbed.sim.platform.environment import new_environment
 from platform_testbed.sim.platform.machine import Image, Machine
+from platform_testbed.sim.platform.streams import streams
 from platform_testbed.sim.publish.deploying import drive_publish
 from platform_testbed.sim.publish.gcpause import gc_paused
 from platform_testbed.sim.publish.runresult import MachineTrace, RecordedLook, RunResult, Trace
@@ -89,13 +91,13 @@ class World:
 
 def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
     """Lay out a world: machines (not yet launched), site, and the streams of randomness."""
-    env = simpy.Environment()
-    root = random.Random(seed)
+    env = new_environment()
     # Child streams drawn in a fixed order: each machine and the traffic get their own,
-    # so a check's actions never shift another part of the world's randomness.
-    machine_rngs = [random.Random(root.getrandbits(64)) for _ in range(scenario.release.machines)]
-    traffic_seed = root.getrandbits(64)
-    proxy_seed = root.getrandbits(64)
+    # so a check's actions never shift another part of the world's randomness. Derived
+    # once per seed in a process (``sim.platform.streams``).
+    seeded = streams(seed, scenario.release.machines)
+    machine_rngs = seeded.machine_rngs()
+    traffic_seed, proxy_seed = seeded.traffic_seed, seeded.proxy_seed
     before = scenario.previous
     previous = Image(before.image, before) if before is not None else None
     release = Image(scenario.release.image, scenario.release)
