@@ -135,6 +135,7 @@ validate-lb: $(STAMP_RUN)
 	@$(BIN)/python -m platform_testbed.sim.rollout.real $(LB_ARGS)
 
 bench: $(STAMP_RUN)
+	$(BIN)/python benchmarks/bench_floor.py
 	$(BIN)/python benchmarks/bench_core.py
 	$(BIN)/python benchmarks/bench_scale.py
 	$(BIN)/python benchmarks/bench_startup.py

@@ -179,6 +179,58 @@ class Machine:
             self.restarts_total if self.platform.restart_counter else None,
         ))
 
+    def fork(self, env: simpy.Environment, serving: Serving | None) -> Machine | None:
+        """This machine as it is now, in another world's ``env``: the same state, log and
+        random stream; its pending step is a new event (``pending``) the caller queues.
+
+        For a shared world whose checks decide apart (``sim.publish.forking``): the world
+        goes on twice from the divergence, not again from time 0. None when something else
+        waits on the machine (``next_change``): that waiter cannot be copied.
+        """
+        if self._next_change is not None:
+            return None
+        new: Machine = Machine.__new__(Machine)
+        for name in Machine.__slots__:
+            setattr(new, name, getattr(self, name))
+        new.env = env
+        new._schedule = env.schedule
+        new.serving = serving
+        new.on_state = None  # the world's hook, bound to the world: the world rebinds it
+        rng = random.Random.__new__(random.Random)
+        rng.setstate(self.rng.getstate())
+        new.rng = rng
+        new.log = self.log.copy()
+        new._records = new.log.records
+        new.crash_times = array("d", self.crash_times)
+        new.crash_images = list(self.crash_images)
+        new._budget = None if self._budget is None else self._budget.copy()
+        new._then_start = [new._started]
+        new._then_exit = [new._exited]
+        new.history = None if self.history is None else list(self.history)
+        new.all_events = None if self.all_events is None else list(self.all_events)
+        pending = self._pending
+        if pending is not None:
+            callbacks = pending.callbacks
+            if callbacks is self._then_start:
+                mapped = new._then_start
+            elif callbacks is self._then_exit:
+                mapped = new._then_exit
+            elif callbacks and all(getattr(c, "__self__", None) is self for c in callbacks):
+                mapped = [getattr(new, c.__name__) for c in callbacks]
+            else:
+                return None
+            event = simpy.Event(env)
+            event._ok = True
+            event._value = None
+            event.callbacks = mapped
+            new._pending = event
+        return new
+
+    @property
+    def pending(self) -> simpy.Event | None:
+        """The life's next event (a timeout in the queue), or None when nothing is due."""
+        return self._pending
+
     # -- what the platform's users and fly-proxy do to a machine -------------------------
 
     def launch(self, image: Image) -> None:

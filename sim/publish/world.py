@@ -21,7 +21,9 @@ from platform_testbed.checks.drive import check_name, drive, drive_deploying
 from platform_testbed.checks.protocol import prepare
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.scenario import Scenario
+from platform_testbed.sim.platform.environment import new_environment
 from platform_testbed.sim.platform.machine import Image, Machine
+from platform_testbed.sim.platform.streams import streams
 from platform_testbed.sim.publish.deploying import drive_publish
 from platform_testbed.sim.publish.gcpause import gc_paused
 from platform_testbed.sim.publish.runresult import MachineTrace, RecordedLook, RunResult, Trace
@@ -30,8 +32,8 @@ from platform_testbed.sim.publish.site import DOWN_STATES, Site
 # The result types live in ``sim.publish.runresult``; importable from here as before.
 __all__ = [
     "MachineTrace", "RecordedLook", "RunResult", "Trace", "World", "act", "after_roll", "build",
-    "conclude", "ground_truth", "release_crashes", "roll", "run", "run_result", "simulate",
-    "start", "start_previous", "take_look", "update_machines",
+    "conclude", "ground_truth", "hook_autostart", "release_crashes", "roll", "run", "run_result",
+    "simulate", "start", "start_previous", "take_look", "update_machines", "watch_first_crash",
 ]
 
 
@@ -89,13 +91,13 @@ class World:
 
 def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
     """Lay out a world: machines (not yet launched), site, and the streams of randomness."""
-    env = simpy.Environment()
-    root = random.Random(seed)
+    env = new_environment()
     # Child streams drawn in a fixed order: each machine and the traffic get their own,
-    # so a check's actions never shift another part of the world's randomness.
-    machine_rngs = [random.Random(root.getrandbits(64)) for _ in range(scenario.release.machines)]
-    traffic_seed = root.getrandbits(64)
-    proxy_seed = root.getrandbits(64)
+    # so a check's actions never shift another part of the world's randomness. Derived
+    # once per seed in a process (``sim.platform.streams``).
+    seeded = streams(seed, scenario.release.machines)
+    machine_rngs = seeded.machine_rngs()
+    traffic_seed, proxy_seed = seeded.traffic_seed, seeded.proxy_seed
     before = scenario.previous
     previous = Image(before.image, before) if before is not None else None
     release = Image(scenario.release.image, scenario.release)
@@ -107,13 +109,22 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
         for i, rng in enumerate(machine_rngs, start=1)
     ]
     world = World(scenario, seed, env, machines, site, traffic_seed, proxy_seed, previous, release)
-    if scenario.traffic.autostart and scenario.traffic.rps > 0:
+    hook_autostart(world)
+    return world
+
+
+def hook_autostart(world: World) -> None:
+    """fly-proxy hears of every machine that stops, if ``[traffic] autostart`` is on.
+
+    ``build``'s last step, and a forked world's (``sim.publish.forking``): the hook is
+    bound to its world.
+    """
+    if world.scenario.traffic.autostart and world.scenario.traffic.rps > 0:
         def autostart(machine: Machine) -> None:
             if machine.state == "stopped":
                 _on_stopped(world)
-        for machine in machines:
+        for machine in world.machines:
             machine.on_state = autostart
-    return world
 
 
 def take_look(world: World) -> RecordedLook:
@@ -335,7 +346,17 @@ def ground_truth(scenario: Scenario, seed: int) -> bool:
     world = build(scenario, seed)
     env = world.env
     start(world, partial(_publish, world, None, DEFAULT_CHECK_BUDGET))
-    first_crash = env.event()
+    first_crash = watch_first_crash(world)
+    env.run(until=env.any_of([first_crash, env.timeout(scenario.horizon_s)]))
+    return release_crashes(world)
+
+
+def watch_first_crash(world: World) -> simpy.Event:
+    """An event that succeeds when the release first crashes after the publish.
+
+    The oracle's stop (``ground_truth``, and a forked world's rest: ``sim.publish.forking``).
+    """
+    first_crash = world.env.event()
     ref, at = world.release.ref, world.publish_at_s
     hooks = {m.id: m.on_state for m in world.machines}
 
@@ -350,8 +371,7 @@ def ground_truth(scenario: Scenario, seed: int) -> bool:
 
     for machine in world.machines:
         machine.on_state = watch
-    env.run(until=env.any_of([first_crash, env.timeout(scenario.horizon_s)]))
-    return release_crashes(world)
+    return first_crash
 
 
 def _trace(world: World) -> Trace:
