@@ -18,6 +18,7 @@ from platform_testbed.sim.config.settings import (
     validated,
 )
 from platform_testbed.sim.config.shipped import scenarios_dir, shipped, shipped_series, shipped_sweeps
+from platform_testbed.sim.config.truth import DEFAULT_TRUTH, DEFAULT_WINDOW_S, Truth
 
 # The settings-file names stay importable from here, where they used to live.
 __all__ = [
@@ -208,6 +209,11 @@ class Scenario(_Table):
     publish: PublishTable = PublishTable()
     reconciler: ReconcilerTable = ReconcilerTable()
     traffic: TrafficTable = TrafficTable()
+    #: The ground truth that judges every run (``sim.config.truth``): ``serves`` (a crash,
+    #: or not started ``truth_window_s`` after the publish) or ``crash`` (a crash only).
+    truth: Truth = DEFAULT_TRUTH
+    #: flyctl's DefaultWaitTimeout, 5 min (``sim.config.truth`` says why).
+    truth_window_s: float = Field(DEFAULT_WINDOW_S, gt=0, le=1e6)
     expect: dict[str, Outcome] = {}
 
     @property

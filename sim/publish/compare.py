@@ -20,6 +20,9 @@ from platform_testbed.checks.drive import check_name
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import CheckSetup
 from platform_testbed.sim.config.scenario import OUTCOMES, Outcome, Scenario
+from platform_testbed.sim.config.truth import DEFAULT_TRUTH, DEFAULT_WINDOW_S
+from platform_testbed.sim.config.truth import label as label_of
+from platform_testbed.sim.config.truth import rule as rule_of
 from platform_testbed.sim.publish.sharing import run_checks
 from platform_testbed.sim.publish.world import RecordedLook, RunResult, ground_truth
 from platform_testbed.sim.runtime.frames import BOOL, FLOAT, INT, OUTCOME, TEXT, frame
@@ -203,6 +206,19 @@ class Comparison:
     #: Every seed run, first and last (``seeds`` may hold none of them: ``keep_runs``).
     seed_range: tuple[int, int] | None = None
     runs_count: int = 0
+    #: The ground truth that judged every run, and its window (``sim.config.truth``).
+    truth: str = DEFAULT_TRUTH
+    truth_window_s: float = DEFAULT_WINDOW_S
+
+    @property
+    def truth_rule(self) -> str:
+        """The truth's rule in one phrase."""
+        return rule_of(self.truth, self.truth_window_s)
+
+    @property
+    def truth_label(self) -> str:
+        """The truth's name and rule: ``serves (bad if ...)``."""
+        return label_of(self.truth, self.truth_window_s)
 
     def results_of(self, check: str) -> tuple[RunResult, ...]:
         """One check's results, a seed after another."""
@@ -239,6 +255,8 @@ class Comparison:
             "schema_version": SCHEMA_VERSION,
             "scenario": self.scenario,
             "description": self.description,
+            "truth": self.truth,
+            "truth_rule": self.truth_rule,
             "runs": [run_json(run, self.publish_started_ms) for run in self.seeds],
             "runs_count": self.runs_count,
             "summary": {name: counts.to_json() for name, counts in self.summary.items()},
@@ -554,4 +572,6 @@ def compare(
         stats=MappingProxyType(stats),
         seed_range=None if first_seed is None or last_seed is None else (first_seed, last_seed),
         runs_count=total,
+        truth=scenario.truth,
+        truth_window_s=scenario.truth_window_s,
     )

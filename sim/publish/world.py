@@ -21,6 +21,7 @@ from platform_testbed.checks.drive import check_name, drive, drive_deploying
 from platform_testbed.checks.protocol import prepare
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.scenario import Scenario
+from platform_testbed.sim.config.truth import window_end_s
 from platform_testbed.sim.platform.machine import Image, Machine
 from platform_testbed.sim.publish.deploying import drive_publish
 from platform_testbed.sim.publish.gcpause import gc_paused
@@ -30,8 +31,8 @@ from platform_testbed.sim.publish.site import DOWN_STATES, Site
 # The result types live in ``sim.publish.runresult``; importable from here as before.
 __all__ = [
     "MachineTrace", "RecordedLook", "RunResult", "Trace", "World", "act", "after_roll", "build",
-    "conclude", "ground_truth", "release_crashes", "roll", "run", "run_result", "simulate",
-    "start", "start_previous", "take_look", "update_machines",
+    "conclude", "ground_truth", "release_crashes", "release_serves", "roll", "run", "run_result",
+    "simulate", "start", "start_previous", "take_look", "update_machines",
 ]
 
 
@@ -330,27 +331,55 @@ def release_crashes(world: World) -> bool:
     return any(t >= at and image == ref for crashes in pairs for t, image in crashes)
 
 
+def release_serves(world: World) -> bool:
+    """Whether every machine reads started on the release now (what the site routes to)."""
+    ref = world.release.ref
+    return all(m.state == "started" and m.image is not None and m.image.ref == ref
+               for m in world.machines)
+
+
 def ground_truth(scenario: Scenario, seed: int) -> bool:
-    """The same world with no check and no rollback: does the release crash by the horizon?"""
+    """The same world with no check and no rollback: is the release bad by ``scenario.truth``?
+
+    ``crash``: does it crash by the horizon. ``serves`` (``sim.config.truth``): does it
+    crash by the horizon, exit on its own within the window, or have a machine not
+    started at the window's end. Nobody stops a machine in this world after the roll, so
+    a machine of the release that leaves ``started`` exited on its own.
+    """
     world = build(scenario, seed)
     env = world.env
     start(world, partial(_publish, world, None, DEFAULT_CHECK_BUDGET))
-    first_crash = env.event()
+    judged = env.event()  # the first crash (crash), or the first exit in the window (serves)
     ref, at = world.release.ref, world.publish_at_s
+    serves = scenario.truth == "serves"
+    window_end = window_end_s(scenario.truth_window_s, at, scenario.horizon_s)
     hooks = {m.id: m.on_state for m in world.machines}
+    was = {m.id: m.state for m in world.machines}
 
     def watch(machine: Machine) -> None:
         hook = hooks[machine.id]
         if hook is not None:
             hook(machine)
+        before, was[machine.id] = was[machine.id], machine.state
+        if judged.triggered:
+            return
         # Only the machine that changed can have a new crash: no scan of the whole fleet.
         times, images = machine.crash_times, machine.crash_images
-        if not first_crash.triggered and times and times[-1] >= at and images[-1] == ref:
-            first_crash.succeed()
+        crashed = bool(times) and times[-1] >= at and images[-1] == ref
+        # serves: a machine of the release that leaves started in the window stopped serving.
+        exited = (serves and before == "started" and machine.state in ("stopped", "starting")
+                  and machine.image is not None and machine.image.ref == ref
+                  and at <= env.now <= window_end)
+        if crashed or exited:
+            judged.succeed()
 
     for machine in world.machines:
         machine.on_state = watch
-    env.run(until=env.any_of([first_crash, env.timeout(scenario.horizon_s)]))
+    if serves:
+        env.run(until=env.any_of([judged, env.timeout(window_end)]))
+        if judged.triggered or not release_serves(world):
+            return True
+    env.run(until=env.any_of([judged, env.timeout(scenario.horizon_s - env.now)]))
     return release_crashes(world)
 
 

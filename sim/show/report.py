@@ -82,8 +82,9 @@ def side_by_side(
     """
     at = width() if at is None else at
     results = run.results
-    truth = "bad (its machines crash after the publish)" if run.release_bad else "good"
-    lines = [*wrap(f"{report.scenario} · seed {run.seed} · the release is {truth}", at), "",
+    truth = "bad" if run.release_bad else "good"
+    lines = [*wrap(f"{report.scenario} · seed {run.seed} · the release is {truth} by the truth "
+                   f"{report.truth_label}", at), "",
              *options(report.setups, at)]
     rows = [_rows(r) for r in results]
     body = [[label, *(row[i][1] for row in rows)] for i, (label, _) in enumerate(rows[0])]
@@ -107,7 +108,8 @@ def summary(report: Comparison, debug: bool = False, at: int | None = None) -> s
     at = width() if at is None else at
     outcomes = list(OUTCOMES)
     first, last = report.seed_range or (0, 0)
-    lines = [*wrap(f"{report.scenario} · {report.runs_count} seeds ({first}…{last})", at), "",
+    lines = [*wrap(f"{report.scenario} · {report.runs_count} seeds ({first}…{last}) · truth "
+                   f"{report.truth_label}", at), "",
              *options(report.setups, at)]
     # Checks are columns, as in the one-run report, at every width: a table too wide
     # folds into blocks of checks rather than turning on its side, so the same command
