@@ -52,6 +52,7 @@ __all__ = [
 
 RestartPolicy = Literal["no", "always", "on-failure"]
 RetryWindow = Literal["fixed", "sliding"]
+RestartCountReading = Literal["restarts-so-far", "counts-this-restart"]
 BehaviorName = Literal[
     "healthy", "crash_after", "crash_on_boot", "crash_after_starts", "flaky", "slow_boot", "oom"
 ]
@@ -101,6 +102,10 @@ class PlatformTable(_Table):
     epoch_ms: int = Field(DEFAULT_EPOCH_MS, ge=0, le=253_402_300_799_000)
     #: Testbed extension: a monotonic restart counter, as Kubernetes' restartCount.
     restart_counter: bool = False
+    #: What an exit's ``restart_count`` counts (fly-go ``MachineRequest.RestartCount``; its
+    #: rule is not public): the restarts before this exit (``restarts-so-far``), or those
+    #: and the one this exit triggers (``counts-this-restart``). An axis: docs/fidelity.md.
+    restart_count_reading: RestartCountReading = "restarts-so-far"
     #: Which events each transition writes (``testbed list --profiles``); not public for a
     #: crash loop, so several plausible profiles ship.
     events: str = DEFAULT_PROFILE
