@@ -131,3 +131,18 @@ def test_region_text_prints_each_shipped_share(small):
     assert "1 of 2 seeds (50%), NOT consistent" in text
     assert "consistent points (every seed): 3 of 4; at 90% of seeds or more: 3" in text
     assert "truth serves" in text
+
+
+def test_other_checks_are_tallied_where_the_region_holds_and_do_not_decide_it(small):
+    """flyctl-smoke rows never break a point; their outcomes are counted over consistent worlds."""
+    ok, bad = ("missed", "caught"), ("caught", "caught")
+    rows = _rows(small, [[ok, ok], [bad, ok], [ok, ok], [ok, ok]])
+    for row in list(rows):
+        if row["check"] == "count":
+            rows.append(row | {"check": "flyctl-smoke",
+                               "outcome": "caught" if row["point"] == 0 else "missed"})
+    found = find_region(small, rows)
+    assert found.consistent == (small.point(0), small.point(2), small.point(3))
+    assert found.others_where_consistent("flyctl-smoke") == {"caught": 2, "missed": 4}
+    text = region_cli.region_text(found)
+    assert "flyctl-smoke: caught 2, missed 4 of 6 worlds" in " ".join(text.split())

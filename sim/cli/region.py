@@ -39,6 +39,9 @@ HAPPENED = {"count": "missed", "timestamp": "caught"}
 #: (tests/data/fly/ateles-watchdog-exit134-restart.txt): between 1 and 3 s.
 PUBLIC_EXIT_TO_STARTED_S = (1.0, 3.0)
 DELAY, BOOT = "platform.restart_delay_s", "platform.boot_s"
+#: The unknown flyctl-smoke's verdict rests on that the region sweeps (the listen reading is
+#: the check's own: flyctl-smoke and flyctl-smoke-no-listener side by side).
+READING_AXIS = "platform.restart_count_reading"
 #: Lines wrap here, the goldens' width (sim.show.table.DEFAULT_WIDTH is 100).
 WIDTH = 96
 
@@ -57,6 +60,20 @@ class Region:
     held: Mapping[tuple[Any, ...], int] = field(default_factory=dict)
     truth: str = DEFAULT_TRUTH
     truth_window_s: float = DEFAULT_WINDOW_S
+    #: The other checks' outcomes (flyctl-smoke's readings), per check and point run whole.
+    others: Mapping[str, Mapping[tuple[Any, ...], Mapping[str, int]]] = field(default_factory=dict)
+
+    def others_where_consistent(self, check: str, key: str | None = None,
+                                value: Any = None) -> dict[str, int]:
+        """``check``'s outcome counts over the consistent points' worlds (where axis ``key``
+        is ``value``, if given)."""
+        at = None if key is None else self.sweep.keys.index(key)
+        total: dict[str, int] = {}
+        for point, outcomes in self.others.get(check, {}).items():
+            if point in self.consistent and (at is None or point[at] == value):
+                for outcome, n in outcomes.items():
+                    total[outcome] = total.get(outcome, 0) + n
+        return total
 
     def share(self, point: tuple[Any, ...]) -> float | None:
         """The share of seeds at ``point`` that held; None if the point did not run whole."""
@@ -109,6 +126,7 @@ class Region:
             | {"consistent": self.shipped_consistent,
                "share": _rounded(self.share(self.shipped))},
             "consistent": [dict(zip(keys, p, strict=True)) for p in self.consistent],
+            "others_where_consistent": {c: self.others_where_consistent(c) for c in self.others},
             "shares": [dict(zip(keys, p, strict=True)) | {"held": self.held[p],
                                                          "share": _rounded(self.share(p))}
                        for p in ordered if p in self.held],
@@ -124,10 +142,15 @@ def find_region(sweep: Sweep, rows: Sequence[Row], interrupted: bool = False) ->
     keys = sweep.keys
     seen: dict[tuple[Any, ...], set[int]] = {}
     broken: dict[tuple[Any, ...], set[int]] = {}
+    others: dict[str, dict[tuple[Any, ...], dict[str, int]]] = {}
     for row in rows:
         point = tuple(row[k] for k in keys)
         seen.setdefault(point, set()).add(row["seed"])
-        if row["check"] in HAPPENED and row["outcome"] != HAPPENED[row["check"]]:
+        check, outcome = row["check"], row["outcome"]
+        if check not in HAPPENED:
+            tally = others.setdefault(check, {}).setdefault(point, {})
+            tally[outcome] = tally.get(outcome, 0) + 1
+        elif outcome != HAPPENED[check]:
             broken.setdefault(point, set()).add(row["seed"])
     # A point counts only with every seed run (an interrupted sweep leaves some short).
     whole = {p for p, seeds in seen.items() if len(seeds) == len(sweep.seeds)}
@@ -139,7 +162,8 @@ def find_region(sweep: Sweep, rows: Sequence[Row], interrupted: bool = False) ->
     on_grid = shipped in set(ordered) and shipped in whole
     return Region(sweep, len(sweep.seeds), consistent, shipped,
                   (shipped in consistent) if on_grid else None, interrupted, held,
-                  base.truth, base.truth_window_s)
+                  base.truth, base.truth_window_s,
+                  {c: {p: dict(t) for p, t in per.items() if p in whole} for c, per in others.items()})
 
 
 def _wrap(line: str) -> list[str]:
@@ -193,7 +217,27 @@ def region_text(region: Region) -> str:
     lines.append("")
     for line in tail:
         lines += _wrap(line)
+    lines += _others_text(region)
     return "\n".join(lines)
+
+
+def _others_text(region: Region) -> list[str]:
+    """What each other check (flyctl-smoke under its readings) did in the consistent worlds."""
+    if not region.others:
+        return []
+    keys = [k for k in region.sweep.keys if k == READING_AXIS]
+    lines = ["", *_wrap("the other checks in the consistent points' worlds (what Fly's own deploy "
+                        "would have done on 25 September), per reading:")]
+    for check in region.others:
+        per = ([(f"{keys[0]}={_value(v)}", region.others_where_consistent(check, keys[0], v))
+                for v in dict(region.sweep.axes)[keys[0]]] if keys
+               else [("", region.others_where_consistent(check))])
+        for said, counts in per:
+            worlds = sum(counts.values())
+            text = ", ".join(f"{o} {n}" for o, n in sorted(counts.items())) or "no worlds"
+            lines += _wrap(f"  {check}{', ' + said if said else ''}: {text}"
+                           + (f" of {worlds:,} worlds" if worlds else ""))
+    return lines
 
 
 def cmd_region(args: argparse.Namespace) -> int:
