@@ -113,6 +113,9 @@ def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
     checkcmd.add_arguments(parser, single=True)
     parser.add_argument("--scenario", default=DEFAULT_SCENARIO,
                         help=f"the base world: a shipped name or a .toml path (default {DEFAULT_SCENARIO})")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a value of the base world, e.g. --set truth=crash "
+                        "(the ground truth; repeatable)")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="N",
                         help=f"worlds tried per search round, 1 to {MAX_BUDGET:,} (default "
                         f"{DEFAULT_BUDGET}); a hunt runs one round per kind found, plus one")
@@ -185,6 +188,8 @@ def cmd_hunt(args: argparse.Namespace) -> int:
         base = scenario.load(args.scenario)
     except BadInput as error:
         raise BadInput(f"--scenario: {error}") from None
+    if args.sets:  # its own message: the file was good, a --set was not
+        base = scenario.load(args.scenario, args.sets)
     spec, check_arg = _check_spec(args)
     from platform_testbed.sim.hunt.search import SpecChecks  # noqa: PLC0415 -- see the imports
 

@@ -137,12 +137,19 @@ def diagnose(scenario: Scenario, result: RunResult) -> tuple[str, str]:
                  if e.type == "exit" and not e.requested_stop and publish_ms <= e.timestamp <= verdict_ms]
         if exits:
             return "clean-exit", (
-                "the release exited with code 0 (not a crash: the ground truth counts it good) "
-                f"before the verdict at {decided_s:g} s, and the check failed it"
+                f"the release exited with code 0 (not a crash: the ground truth "
+                f"{scenario.truth!r} counts it good) before the verdict at {decided_s:g} s, "
+                "and the check failed it"
             )
         return "no-crash", f"the release never crashed, yet the check failed it at {decided_s:g} s"
     crashes = _crash_times_ms(result, publish_ms)
     first_s = (crashes[0] - publish_ms) / 1000 if crashes else None
+    if first_s is None and scenario.truth == "serves":
+        return "not-serving", (
+            "the release never crashed but did not serve: a machine exited on its own or was "
+            f"not started within {scenario.truth_window_s:g} s of the publish (the ground truth "
+            f"'serves'), and the check passed it at {decided_s:g} s"
+        )
     if first_s is None or crashes[0] > verdict_ms:
         when = "after the horizon" if first_s is None else f"{first_s:g} s after the publish"
         return "slow-crash", (

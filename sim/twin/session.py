@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from platform_testbed.sim.config.scenario import Scenario
+from platform_testbed.sim.config.truth import rule as rule_of
 from platform_testbed.sim.publish.world import ground_truth
 from platform_testbed.sim.twin.app import ServedApp
 from platform_testbed.sim.twin.clock import Driver
@@ -99,8 +100,9 @@ class Session:
             "reached_horizon": self.driver.reached_horizon,
             "release_image": world.release.ref,
             "previous_image": world.previous.ref if world.previous else None,
-            "ground_truth": {"bad": bad, "rule": "a release is bad if one of its machines "
-                             "crashes after the publish began (the same world, no check)"},
+            "ground_truth": {"bad": bad, "truth": app.scenario.truth,
+                             "rule": rule_of(app.scenario.truth, app.scenario.truth_window_s)
+                             + " (the same world, no check)"},
             **app.outcome(bad),
             "machines": machines,
             "requests": [
