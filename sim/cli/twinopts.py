@@ -70,9 +70,16 @@ def _add(parser: argparse.ArgumentParser, note: str) -> None:
         f"before it is killed and the run is an error (default {DEFAULT_HTTP_TIMEOUT_S:g})",
     )
     parser.add_argument(
-        "--speed", type=float, default=1.0, metavar="K",
-        help="while such a process runs, simulated seconds per wall second (default 1: the "
-        "platform's timestamps are wall time); the rest of each world runs instantly",
+        "--time", choices=("virtual", "scaled"), default=None,
+        help="the process's clock: virtual (the default) = it and what it starts read the "
+        "world's clock and sleep on it, which stands still while they compute (docs/"
+        "virtual-time.md); scaled = the wall clock, the world at --speed (static binaries)",
+    )
+    parser.add_argument(
+        "--speed", type=float, default=None, metavar="K",
+        help="--time scaled (implied): simulated seconds per wall second while such a process "
+        "runs (default 1: the platform's timestamps are wall time); the rest of each world "
+        "runs instantly",
     )
 
 
@@ -82,7 +89,13 @@ def steps(args: argparse.Namespace) -> list[ProcessStep]:
     commands = [(mode, c) for mode in modes for c in getattr(args, mode.replace("-", "_"))]
     if not commands:
         return []
-    timeout, speed = args.http_timeout, args.speed
+    timeout, speed = args.http_timeout, 1.0 if args.speed is None else args.speed
+    # --speed alone means the scaled clock (as before virtual time); --time virtual with it is a slip.
+    clock: Literal["virtual", "scaled"] = args.time or (
+        "scaled" if args.speed is not None else "virtual")
+    if clock == "virtual" and args.speed is not None:
+        raise BadInput("--speed: sets the scaled clock; with --time virtual the world's clock "
+                       "moves when the process waits (drop --speed, or use --time scaled)")
     if not (math.isfinite(timeout) and timeout > 0):
         raise BadInput(f"--http-timeout: must be a number of seconds > 0 (got {timeout})")
     if not (math.isfinite(speed) and 0 < speed <= MAX_SPEED):
@@ -96,7 +109,7 @@ def steps(args: argparse.Namespace) -> list[ProcessStep]:
         if any(s.name == name for s in made):
             raise BadInput(f"--{mode} {command!r}: another row is named {name!r} (one command "
                            "per program and mode)")
-        made.append(ProcessStep(mode, tuple(argv), name, timeout, speed))
+        made.append(ProcessStep(mode, tuple(argv), name, timeout, speed, clock))
     return made
 
 
@@ -175,6 +188,7 @@ def report_timings(made: list[ProcessStep]) -> None:
         runs = step.timings
         if runs:
             whole, own = sum(t.run_s for t in runs), sum(t.command_s for t in runs)
-            print(f"{step.name}: {len(runs)} run(s) took {whole:.2f} s of wall time, the "
+            clocks = " and ".join(sorted({t.clock for t in runs}))
+            print(f"{step.name}: {len(runs)} run(s) on {clocks} time took {whole:.2f} s of wall time, the "
                   f"process itself {own:.2f} s (+{(whole - own) / len(runs):.2f} s a run)",
                   file=sys.stderr)

@@ -11,10 +11,16 @@ Two ways in (``compare --check-http`` and ``--deploy-cmd``):
   to. The testbed only observes: the verdict is the exit status, the rollback is what the
   machines run afterwards.
 
-Time: the world runs instantly to the publish, on the wall clock (``speed``) while the
-process runs, and instantly from its exit to the horizon; so a run lasts about as long
-as the process. The wall clock bounds the process (``timeout_s``) and decides nothing
-else: the verdict is the process's, the outcome the world's ground truth.
+Time: the world runs instantly to the publish, then while the process runs on one of two
+clocks (``time_mode``), and instantly from its exit to the horizon. ``virtual`` (the
+command line's default): the process and everything it starts read the world's clock through the
+preload library of ``sim.vtime`` and sleep on it; the clock stands still while any of
+them computes and jumps when all of them wait (``sim.twin.clock.VirtualDriver``), so the
+verdict depends neither on the machine's load nor on a speed. ``scaled`` (this class's default, as before virtual time): the world runs
+at ``speed`` simulated seconds per wall second and the process keeps the wall clock (for
+programs the library cannot reach: static binaries). The wall clock bounds the process
+(``timeout_s``) and decides nothing else: the verdict is the process's, the outcome the
+world's ground truth.
 
 No process outlives a run: the process leads its own session, and its whole group is
 killed on every way out (exit, timeout, the horizon, an exception, Ctrl-C). POSIX only.
@@ -26,16 +32,20 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Literal
 
 from platform_testbed.checks import Look, Verdict
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.publish import world as worlds
 from platform_testbed.sim.publish.runresult import RecordedLook, RunResult
-from platform_testbed.sim.twin.session import Session, open_session
+from platform_testbed.sim.twin.clock import VirtualDriver
+from platform_testbed.sim.twin.session import Session, TimeMode, open_session
+from platform_testbed.sim.vtime import Unavailable, library_path
 
 __all__ = ["CHECK_HTTP", "DEPLOY_CMD", "MODES", "ProcessStep", "StepTiming"]
 
@@ -58,6 +68,7 @@ class StepTiming:
     seed: int
     run_s: float
     command_s: float
+    clock: str = "scaled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,15 +91,31 @@ class ProcessStep:
     name: str
     timeout_s: float = 120.0
     speed: float = 1.0
+    time_mode: TimeMode = "scaled"
     timings: list[StepTiming] = field(default_factory=list)
+    #: Why virtual time could not run here (then the runs are scaled), once said.
+    unavailable: str | None = None
+
+    def clock(self) -> tuple[TimeMode, Path | None]:
+        """The clock the next run uses, and the preload library for a virtual one."""
+        if self.time_mode == "scaled" or self.unavailable is not None:
+            return "scaled", None
+        try:
+            return "virtual", library_path()
+        except Unavailable as why:
+            self.unavailable = str(why)
+            print(f"{self.name}: {why}; this row runs on scaled time (speed {self.speed:g})",
+                  file=sys.stderr)
+            return "scaled", None
 
     def __call__(self, scenario: Scenario, seed: int, bad: bool | None = None) -> RunResult:
         """Run the process in ``seed``'s world; its row, judged against ``bad`` (None: the oracle's)."""
         wall0 = time.monotonic()
-        session = open_session(scenario, seed, speed=self.speed,
+        mode, library = self.clock()
+        session = open_session(scenario, seed, speed=self.speed, time_mode=mode,
                                testbed_publishes=self.mode == CHECK_HTTP)
         try:
-            ended = self._run(session)
+            ended = self._run(session, library)
             error = self._conclude(session, ended)
         except BaseException:
             session.close(finish=False)
@@ -97,13 +124,17 @@ class ProcessStep:
         if bad is None:
             bad = worlds.ground_truth(scenario, seed)
         result = self._result(session, scenario, seed, bad, error)
-        self.timings.append(StepTiming(seed, time.monotonic() - wall0, ended.command_s))
+        self.timings.append(StepTiming(seed, time.monotonic() - wall0, ended.command_s, mode))
         return result
 
     # -- the process ------------------------------------------------------------------------
 
-    def environment(self, session: Session) -> dict[str, str]:
-        """The process's environment: the caller's, with the API's variables (and the images)."""
+    def environment(self, session: Session, library: Path | None = None) -> dict[str, str]:
+        """The process's environment: the caller's, with the API's variables (and the images).
+
+        On virtual time, ``library`` goes first in ``LD_PRELOAD`` and the shared clock's
+        file is named, so every process the step starts reads the world's clock.
+        """
         env = dict(os.environ)
         for name in _DEPLOY_ONLY:
             env.pop(name, None)
@@ -114,18 +145,24 @@ class ProcessStep:
             previous = session.app.world.previous
             if previous is not None:
                 given["FLY_PREVIOUS_IMAGE_REF"] = previous.ref
+        if library is not None and session.shared is not None:
+            given |= session.shared.environment()
+            preload = env.get("LD_PRELOAD", "").strip()
+            given["LD_PRELOAD"] = f"{library} {preload}" if preload else str(library)
         return env | given
 
-    def _run(self, session: Session) -> _Ended:
+    def _run(self, session: Session, library: Path | None) -> _Ended:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             start = time.monotonic()
             try:
                 proc = subprocess.Popen(
-                    list(self.argv), env=self.environment(session), stdin=subprocess.DEVNULL,
-                    stdout=out, stderr=err, start_new_session=True,
+                    list(self.argv), env=self.environment(session, library),
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
                 )
             except OSError as error:  # e.g. a script with no #! line: the run's error
                 return _Ended(None, f"could not be started ({error.strerror or error})", "", "", 0.0)
+            if isinstance(session.driver, VirtualDriver):
+                session.driver.attach(proc.pid)
             why: str | None = None
             try:
                 why = _await(proc, start + self.timeout_s, session, self.timeout_s)

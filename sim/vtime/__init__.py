@@ -1,0 +1,7 @@
+"""Virtual time for real processes: an ``LD_PRELOAD`` clock, the file it shares, the tree it runs in."""
+
+from platform_testbed.sim.vtime.build import Unavailable, library_path
+from platform_testbed.sim.vtime.shared import ENV, SharedClock
+from platform_testbed.sim.vtime.tree import ProcessTree, Sample
+
+__all__ = ["ENV", "ProcessTree", "Sample", "SharedClock", "Unavailable", "library_path"]
