@@ -359,6 +359,8 @@ class VirtualDriver(Driver):
             return None
         deadline = _quiet(first, second, waits, self._now_ns)
         if deadline is None:
+            if any(d <= self._now_ns for _t, _s, d in waits):
+                shared.wake_due()  # a wake that did not land (the wait's safety net is slower)
             self._stuck_since = None
             return None
         if deadline == _NEVER and held == 0:
@@ -404,22 +406,21 @@ _NEVER = 1 << 62
 def _quiet(first: Sample, second: Sample, waits: tuple[tuple[int, int, int], ...], now_ns: int) -> int | None:
     """The earliest deadline ahead if every task waits in both samples, else None.
 
-    A task in a registered wait whose deadline is ahead waits (its 1 ms slices run on the
-    CPU, and do not count); any other must be off the CPU (not ``R``, not ``D``) in both
-    samples with the same time on the CPU. A registered deadline already reached means the
-    task is about to run. The same tasks must be in both samples.
+    Every task must be off the CPU (not ``R``, not ``D``) in both samples with the same
+    time on the CPU: a thread in a registered wait sleeps in the kernel until the twin
+    wakes it (``sim.vtime``), so one on the CPU was woken by a descriptor or a signal.
+    A registered deadline already reached means its task is about to run. The same tasks
+    must be in both samples.
     """
     if first.keys() != second.keys():
         return None
     deadlines: dict[int, int] = {}
     for tid, _seq, deadline in waits:
         if tid in second:
+            if deadline <= now_ns:
+                return None
             deadlines[tid] = min(deadline, deadlines.get(tid, _NEVER))
     for tid, (state, ran) in second.items():
-        if tid in deadlines:
-            if deadlines[tid] <= now_ns:
-                return None
-            continue
         was_state, was_ran = first[tid]
         if state in "RD" or was_state in "RD" or ran != was_ran:
             return None

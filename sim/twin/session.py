@@ -160,13 +160,15 @@ def open_session(
     is now: at speed 1 an event's timestamp is the wall-clock time it happened. A given
     ``clock`` (tests) keeps the scenario's epoch, so the same calls give the same output.
     With ``time_mode`` "virtual" the world's clock is a ``SharedClock`` the step's processes
-    read through the preload library (``sim.vtime``); it starts at the publish, on the wall
-    clock's epoch, and moves only as ``VirtualDriver`` moves it.
+    read through the preload library (``sim.vtime``): it keeps the scenario's epoch (so the
+    same seed gives the same timestamps, in the process's output too), starts at the
+    publish, and moves only as ``VirtualDriver`` moves it.
     """
     if clock is None:
         clock = time.monotonic
         wall0 = clock()
-        scenario = wall_epoch(scenario, round(time.time() * 1000))
+        if time_mode == "scaled":
+            scenario = wall_epoch(scenario, round(time.time() * 1000))
     else:
         wall0 = clock()
     if horizon_s is not None:

@@ -13,12 +13,13 @@ Two ways in (``compare --check-http`` and ``--deploy-cmd``):
 
 Time: the world runs instantly to the publish, then while the process runs on one of two
 clocks (``time_mode``), and instantly from its exit to the horizon. ``virtual`` (the
-command line's default): the process and everything it starts read the world's clock through the
-preload library of ``sim.vtime`` and sleep on it; the clock stands still while any of
-them computes and jumps when all of them wait (``sim.twin.clock.VirtualDriver``), so the
-verdict depends neither on the machine's load nor on a speed. ``scaled`` (this class's default, as before virtual time): the world runs
-at ``speed`` simulated seconds per wall second and the process keeps the wall clock (for
-programs the library cannot reach: static binaries). The wall clock bounds the process
+command line's default): the process and everything it starts read the world's clock
+through the preload library of ``sim.vtime`` and sleep on it; the clock stands still
+while any of them computes and jumps when all of them wait
+(``sim.twin.clock.VirtualDriver``), so the verdict depends neither on the machine's load
+nor on a speed. ``scaled`` (this class's default, as before virtual time): the world
+runs at ``speed`` simulated seconds per wall second and the process keeps the wall clock
+(for programs the library cannot reach: static binaries). The wall clock bounds the process
 (``timeout_s``) and decides nothing else: the verdict is the process's, the outcome the
 world's ground truth.
 

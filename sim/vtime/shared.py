@@ -3,8 +3,9 @@
 The layout is ``vtime.c``'s (``struct vt_shared``): a 64-byte header (magic, version, slot
 count, ``now`` in virtual ns, the realtime and monotonic bases, ``gen`` bumped at every
 change of the slot table, ``epoch`` bumped at every move of ``now``), then ``SLOTS`` slots
-of (tid, seq, deadline ns). Only the twin writes ``now``; a slot is written only by the
-thread waiting in it. The file lives in ``/dev/shm`` where there is one (memory, no disk).
+of 48 bytes (tid, seq, deadline ns, pid, wake pipe's descriptor and inode, wake futex word).
+Only the twin writes ``now`` and the wake words; the rest of a slot only the thread waiting
+in it. The file lives in ``/dev/shm`` where there is one (memory, no disk).
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ __all__ = ["ENV", "SLOTS", "SharedClock", "Wait"]
 #: The environment variable that names the file to the library (``vtime.c`` reads it).
 ENV = "TESTBED_VTIME_SHM"
 MAGIC = 0x454D495456544254
-VERSION = 1
+VERSION = 2
 SLOTS = 1024
 _HEADER = struct.Struct("<QIIqqqQII8x")  # magic version nslots now rt mono gen epoch pad
-_SLOT = struct.Struct("<iIq")
+_SLOT = struct.Struct("<iIqiiIIQ8x")  # tid seq deadline pid wake_fd wake pad wake_ino
 _NOW, _GEN, _EPOCH = 16, 40, 48
 SIZE = _HEADER.size + SLOTS * _SLOT.size
 _SYS_FUTEX, _FUTEX_WAKE = 202, 1  # x86-64 (the machines the testbed runs on: Linux)
@@ -38,6 +39,20 @@ Wait = tuple[int, int, int]  # (tid, seq, deadline ns)
 def _folder() -> str | None:
     shm = Path("/dev/shm")
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def _poke(pid: int, fd: int, ino: int) -> None:
+    """One byte into a waiting thread's wake pipe (only if that descriptor is still the pipe)."""
+    try:
+        handle = os.open(f"/proc/{pid}/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return  # the process is gone, or the descriptor closed: its wait ends with it
+    try:
+        if os.fstat(handle).st_ino == ino:
+            with contextlib.suppress(BlockingIOError):  # full: it has bytes to wake it already
+                os.write(handle, b"w")
+    finally:
+        os.close(handle)
 
 
 class SharedClock:
@@ -56,7 +71,6 @@ class SharedClock:
         self._now = ctypes.c_int64.from_buffer(self._map, _NOW)
         self._epoch = ctypes.c_uint32.from_buffer(self._map, _EPOCH)
         self._gen = ctypes.c_uint64.from_buffer(self._map, _GEN)
-        self._epoch_address = ctypes.addressof(self._epoch)
         self.realtime_base_ns = realtime_base_ns
         self.monotonic_base_ns = monotonic_base_ns
 
@@ -66,11 +80,10 @@ class SharedClock:
         return int(self._now.value)
 
     def move_to(self, now_ns: int) -> None:
-        """Set the clock (one aligned 8-byte store) and wake every sleeper to look at it."""
+        """Set the clock (one aligned 8-byte store), then wake the waits it has reached."""
         self._now.value = now_ns
         self._epoch.value = (self._epoch.value + 1) & 0xFFFFFFFF
-        _libc.syscall(_SYS_FUTEX, ctypes.c_void_p(self._epoch_address), _FUTEX_WAKE,
-                      0x7FFFFFFF, None, None, 0)
+        self.wake_due()
 
     @property
     def generation(self) -> int:
@@ -79,11 +92,28 @@ class SharedClock:
 
     def waits(self) -> tuple[Wait, ...]:
         """Every registered wait: (tid, seq, deadline ns), in slot order."""
-        found = []
-        for tid, seq, deadline in _SLOT.iter_unpack(self._map[_HEADER.size:]):
-            if tid > 0:
-                found.append((tid, seq, deadline))
-        return tuple(found)
+        return tuple((tid, seq, deadline) for tid, seq, deadline, *_ in self._slots() if tid > 0)
+
+    def _slots(self) -> list[tuple[int, ...]]:
+        return list(_SLOT.iter_unpack(self._map[_HEADER.size:]))
+
+    def wake_due(self) -> int:
+        """Wake every registered wait whose deadline the clock has reached; how many."""
+        now = self.now_ns
+        woken = 0
+        for index, (tid, _seq, deadline, pid, wake_fd, _wake, _pad, ino) in enumerate(self._slots()):
+            if tid <= 0 or deadline > now:
+                continue
+            woken += 1
+            if wake_fd < 0:
+                word = ctypes.c_uint32.from_buffer(self._map, _HEADER.size + index * _SLOT.size + 24)
+                word.value = (word.value + 1) & 0xFFFFFFFF
+                _libc.syscall(_SYS_FUTEX, ctypes.c_void_p(ctypes.addressof(word)), _FUTEX_WAKE,
+                              0x7FFFFFFF, None, None, 0)
+                del word
+            else:
+                _poke(pid, wake_fd, ino)
+        return woken
 
     def environment(self) -> dict[str, str]:
         """What a process needs to find this file."""

@@ -5,10 +5,12 @@
  * _COARSE/_RAW/_ALARM forms, TAI), gettimeofday, time, timespec_get. A timed wait (nanosleep,
  * clock_nanosleep relative or TIMER_ABSTIME, usleep, sleep, and the timeouts of poll, ppoll,
  * select, pselect, epoll_wait, epoll_pwait, epoll_pwait2) registers its deadline on the virtual
- * clock in a slot, then waits in real slices of about 1 ms (a futex on the file's epoch word
- * for sleeps, a real poll of the caller's own descriptors for fd waits, which returns at once
- * when one is ready) until the virtual clock reaches the deadline, and frees the slot. The twin
- * moves the clock only when every task of the step waits (sim/twin/clock.py VirtualDriver).
+ * clock in a slot and blocks in the kernel until the twin wakes it at that deadline: a sleep on
+ * a futex word of its slot, a descriptor wait in a real poll of the caller's own descriptors
+ * plus the thread's wake pipe (so it returns at once when one of the caller's is ready). A
+ * waiting thread is asleep in the kernel, never on the CPU, so the twin can tell it from one
+ * that was woken by a descriptor; it moves the clock only when every task of the step is
+ * asleep and off the CPU (sim/twin/clock.py VirtualDriver).
  * CPU-time clocks stay real. Without the variable (or with a file that does not map) every call
  * is the C library's own.
  *
@@ -35,14 +37,22 @@
 #include <unistd.h>
 
 #define VT_MAGIC 0x454d495456544254ULL /* "TBTVTIME" */
-#define VT_VERSION 1
+#define VT_VERSION 2
 #define VT_SLOTS 1024
-#define SLICE_NS 1000000LL /* one real slice of a wait: 1 ms */
+/* The longest a waiting thread stays blocked without looking at the clock itself: the twin
+ * wakes it when its deadline comes; this only bounds a wake that was lost. */
+#define SAFETY_MS 200
 
 struct vt_slot {
     int32_t tid;      /* 0 free, -1 being filled, else the waiting thread's id */
     uint32_t seq;     /* bumped at every registration, so a reused slot differs */
     int64_t deadline; /* virtual ns (the clock's "now" units) */
+    int32_t pid;      /* the waiting thread's process */
+    int32_t wake_fd;  /* a descriptor waits: the write end of the thread's wake pipe, else -1 */
+    uint32_t wake;    /* a sleep waits on this futex word: the twin bumps it and wakes it */
+    uint32_t pad;
+    uint64_t wake_ino; /* the wake pipe's inode: the twin writes only to that pipe */
+    uint64_t pad2;
 };
 
 struct vt_shared {
@@ -160,14 +170,17 @@ int timespec_get(struct timespec *ts, int base) {
 
 /* -- the slots ------------------------------------------------------------------------------ */
 
-static int claim(int64_t deadline) {
+static int claim(int64_t deadline, int wake_fd, uint64_t wake_ino) {
     int32_t tid = (int32_t)syscall(SYS_gettid);
     for (int i = 0; i < VT_SLOTS; i++) {
         int32_t expected = 0;
         struct vt_slot *slot = &vt->slots[i];
         if (__atomic_load_n(&slot->tid, __ATOMIC_RELAXED) != 0) continue;
         if (__atomic_compare_exchange_n(&slot->tid, &expected, -1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-            __atomic_store_n(&slot->deadline, deadline, __ATOMIC_RELAXED);
+            slot->deadline = deadline;
+            slot->pid = (int32_t)getpid();
+            slot->wake_fd = wake_fd;
+            slot->wake_ino = wake_ino;
             __atomic_add_fetch(&slot->seq, 1, __ATOMIC_RELAXED);
             __atomic_store_n(&slot->tid, tid, __ATOMIC_RELEASE);
             __atomic_add_fetch(&vt->gen, 1, __ATOMIC_ACQ_REL);
@@ -183,18 +196,42 @@ static void release(int i) {
     __atomic_add_fetch(&vt->gen, 1, __ATOMIC_ACQ_REL);
 }
 
-/* A real wait of at most one slice, woken early when the twin moves the clock. */
-static int slice_sleep(uint32_t epoch) {
-    struct timespec slice = {0, SLICE_NS};
-    long r = syscall(SYS_futex, &vt->epoch, FUTEX_WAIT, epoch, &slice, NULL, 0);
-    if (r != 0 && errno == EINTR) return -1;
+/* Each thread's wake pipe (made at its first descriptor wait; a forked child makes its own). */
+static __thread int wake_rd = -1, wake_wr = -1, wake_owner = 0;
+static __thread uint64_t wake_inode = 0;
+
+static int wake_pipe(void) {
+    int pid = (int)getpid();
+    if (wake_rd >= 0 && wake_owner == pid) {
+        struct stat st;
+        if (fstat(wake_rd, &st) == 0 && (uint64_t)st.st_ino == wake_inode) return 0;
+        wake_rd = wake_wr = -1;  /* closed (or replaced) by the program: make a new one */
+    }
+    if (wake_rd >= 0 && wake_owner != pid) {  /* inherited over fork: the parent's pipe */
+        close(wake_rd);
+        close(wake_wr);
+        wake_rd = wake_wr = -1;
+    }
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+    struct stat st;
+    if (fstat(fds[0], &st) != 0) { close(fds[0]); close(fds[1]); return -1; }
+    wake_rd = fds[0];
+    wake_wr = fds[1];
+    wake_owner = pid;
+    wake_inode = (uint64_t)st.st_ino;
     return 0;
+}
+
+static void drain_wake(void) {
+    char buf[64];
+    while (read(wake_rd, buf, sizeof buf) > 0) {}
 }
 
 /* Wait until the virtual clock reaches deadline; 0, or EINTR (the virtual time left in rem). */
 static int vt_sleep_until(int64_t deadline, int64_t *left) {
     if (vt_now() >= deadline) { *left = 0; return 0; }
-    int slot = claim(deadline);
+    int slot = claim(deadline, -1, 0);
     int err = 0;
     if (slot < 0) {
         /* Every slot taken: wait on the real clock for the virtual interval (not expected). */
@@ -202,10 +239,15 @@ static int vt_sleep_until(int64_t deadline, int64_t *left) {
         to_timespec(deadline - vt_now(), &ts);
         if (syscall(SYS_nanosleep, &ts, NULL) != 0 && errno == EINTR) err = EINTR;
     } else {
+        uint32_t *word = &vt->slots[slot].wake;
+        const struct timespec safety = {0, SAFETY_MS * 1000000L};
         for (;;) {
-            uint32_t epoch = __atomic_load_n(&vt->epoch, __ATOMIC_ACQUIRE);
+            uint32_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
             if (vt_now() >= deadline) break;
-            if (slice_sleep(epoch) != 0) { err = EINTR; break; }
+            if (syscall(SYS_futex, word, FUTEX_WAIT, seen, &safety, NULL, 0) != 0 && errno == EINTR) {
+                err = EINTR;
+                break;
+            }
         }
         release(slot);
     }
@@ -247,111 +289,148 @@ unsigned int sleep(unsigned int seconds) {
     return 0;
 }
 
-/* -- descriptor waits: real 1 ms slices of the caller's own wait until the deadline --------- */
+/* -- descriptor waits: the caller's descriptors and the wake pipe, until one is ready ------ */
 
-#define FD_WAIT(slice_call)                                              \
-    do {                                                                 \
-        int slot = claim(deadline);                                      \
-        int r;                                                           \
-        for (;;) {                                                       \
-            r = (slice_call);                                            \
-            if (r != 0) break;                                           \
-            if (vt_now() >= deadline) break;                             \
-        }                                                                \
-        int saved = errno;                                               \
-        release(slot);                                                   \
-        errno = saved;                                                   \
-        return r;                                                        \
-    } while (0)
+#define STACK_FDS 64
+
+/* Poll fds (n of them) and the wake pipe until one of fds is ready, the deadline passes or a
+ * signal comes: as poll returns (the count of fds ready; 0 at the deadline; -1 and errno). */
+static int vt_poll_until(struct pollfd *fds, nfds_t n, int64_t deadline, const sigset_t *mask, int use_mask) {
+    if (wake_pipe() != 0) return -2;
+    struct pollfd local[STACK_FDS + 1];
+    struct pollfd *all = n + 1 <= STACK_FDS + 1 ? local : malloc((n + 1) * sizeof(struct pollfd));
+    if (all == NULL) return -2;
+    memcpy(all, fds, n * sizeof(struct pollfd));
+    all[n].fd = wake_rd;
+    all[n].events = POLLIN;
+    int slot = claim(deadline, wake_wr, wake_inode);
+    const struct timespec safety = {0, SAFETY_MS * 1000000L};
+    int r;
+    for (;;) {
+        for (nfds_t i = 0; i <= n; i++) all[i].revents = 0;
+        if (use_mask) {
+            if (real_ppoll == NULL) real_ppoll = dlsym(RTLD_NEXT, "ppoll");
+            r = real_ppoll(all, n + 1, &safety, mask);
+        } else {
+            r = real_poll(all, n + 1, SAFETY_MS);
+        }
+        if (r < 0) break;
+        if (all[n].revents) { drain_wake(); r--; }
+        if (r > 0) break;
+        if (vt_now() >= deadline) { r = 0; break; }
+    }
+    int saved = errno;
+    release(slot);
+    for (nfds_t i = 0; i < n; i++) fds[i].revents = all[i].revents;
+    if (all != local) free(all);
+    errno = saved;
+    return r;
+}
 
 int poll(struct pollfd *fds, nfds_t n, int timeout) {
     if (real_poll == NULL) real_poll = dlsym(RTLD_NEXT, "poll");
     if (vt == NULL || timeout <= 0) return real_poll(fds, n, timeout);
-    int64_t deadline = vt_now() + (int64_t)timeout * 1000000LL;
-    FD_WAIT(real_poll(fds, n, 1));
+    int r = vt_poll_until(fds, n, vt_now() + (int64_t)timeout * 1000000LL, NULL, 0);
+    return r == -2 ? real_poll(fds, n, timeout) : r;
 }
 
 int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask) {
     if (real_ppoll == NULL) real_ppoll = dlsym(RTLD_NEXT, "ppoll");
     if (vt == NULL || tmo == NULL || (tmo->tv_sec == 0 && tmo->tv_nsec == 0)) return real_ppoll(fds, n, tmo, mask);
-    int64_t deadline = vt_now() + ns_of(tmo);
-    const struct timespec slice = {0, SLICE_NS};
-    FD_WAIT(real_ppoll(fds, n, &slice, mask));
+    int r = vt_poll_until(fds, n, vt_now() + ns_of(tmo), mask, 1);
+    return r == -2 ? real_ppoll(fds, n, tmo, mask) : r;
+}
+
+/* An epoll set is itself a descriptor: wait for it to be readable, then collect its events. */
+static int vt_epoll_until(int epfd, struct epoll_event *events, int max, int64_t deadline,
+                          const sigset_t *mask, int use_mask) {
+    if (real_epoll_wait == NULL) real_epoll_wait = dlsym(RTLD_NEXT, "epoll_wait");
+    for (;;) {
+        struct pollfd one = {epfd, POLLIN, 0};
+        int r = vt_poll_until(&one, 1, deadline, mask, use_mask);
+        if (r <= 0) return r;  /* the deadline, a signal, an error, or -2 */
+        r = real_epoll_wait(epfd, events, max, 0);
+        if (r != 0) return r;
+    }
 }
 
 int epoll_wait(int epfd, struct epoll_event *events, int max, int timeout) {
     if (real_epoll_wait == NULL) real_epoll_wait = dlsym(RTLD_NEXT, "epoll_wait");
     if (vt == NULL || timeout <= 0) return real_epoll_wait(epfd, events, max, timeout);
-    int64_t deadline = vt_now() + (int64_t)timeout * 1000000LL;
-    FD_WAIT(real_epoll_wait(epfd, events, max, 1));
+    int r = vt_epoll_until(epfd, events, max, vt_now() + (int64_t)timeout * 1000000LL, NULL, 0);
+    return r == -2 ? real_epoll_wait(epfd, events, max, timeout) : r;
 }
 
 int epoll_pwait(int epfd, struct epoll_event *events, int max, int timeout, const sigset_t *mask) {
     if (real_epoll_pwait == NULL) real_epoll_pwait = dlsym(RTLD_NEXT, "epoll_pwait");
     if (vt == NULL || timeout <= 0) return real_epoll_pwait(epfd, events, max, timeout, mask);
-    int64_t deadline = vt_now() + (int64_t)timeout * 1000000LL;
-    FD_WAIT(real_epoll_pwait(epfd, events, max, 1, mask));
+    int r = vt_epoll_until(epfd, events, max, vt_now() + (int64_t)timeout * 1000000LL, mask, mask != NULL);
+    return r == -2 ? real_epoll_pwait(epfd, events, max, timeout, mask) : r;
 }
 
 int epoll_pwait2(int epfd, struct epoll_event *events, int max, const struct timespec *tmo, const sigset_t *mask) {
     if (vt == NULL || tmo == NULL || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))
         return (int)syscall(SYS_epoll_pwait2, epfd, events, max, tmo, mask, _NSIG / 8);
-    if (real_epoll_pwait == NULL) real_epoll_pwait = dlsym(RTLD_NEXT, "epoll_pwait");
-    int64_t deadline = vt_now() + ns_of(tmo);
-    FD_WAIT(real_epoll_pwait(epfd, events, max, 1, mask));
+    int r = vt_epoll_until(epfd, events, max, vt_now() + ns_of(tmo), mask, mask != NULL);
+    return r == -2 ? (int)syscall(SYS_epoll_pwait2, epfd, events, max, tmo, mask, _NSIG / 8) : r;
 }
 
-/* select and pselect change the sets: each slice starts from the caller's. */
-static void copy_sets(int n, fd_set *dst[3], fd_set *src[3]) {
-    (void)n;
-    for (int k = 0; k < 3; k++)
-        if (src[k] != NULL) memcpy(dst[k], src[k], sizeof(fd_set));
+/* select and pselect: the sets as descriptors to poll; once one is ready, the real call with a
+ * zero timeout fills the sets as the caller expects. */
+static int vt_select_until(int n, fd_set *r, fd_set *w, fd_set *e, int64_t deadline,
+                           const sigset_t *mask, int use_mask) {
+    if (n < 0 || n > FD_SETSIZE) return -2;
+    struct pollfd local[STACK_FDS];
+    struct pollfd *fds = local;
+    int count = 0, cap = STACK_FDS;
+    for (int fd = 0; fd < n; fd++) {
+        short ev = 0;
+        if (r != NULL && FD_ISSET(fd, r)) ev |= POLLIN;
+        if (w != NULL && FD_ISSET(fd, w)) ev |= POLLOUT;
+        if (e != NULL && FD_ISSET(fd, e)) ev |= POLLPRI;
+        if (ev == 0) continue;
+        if (count == cap) {
+            struct pollfd *more = malloc((size_t)FD_SETSIZE * sizeof(struct pollfd));
+            if (more == NULL) { if (fds != local) free(fds); return -2; }
+            memcpy(more, fds, (size_t)count * sizeof(struct pollfd));
+            if (fds != local) free(fds);
+            fds = more;
+            cap = FD_SETSIZE;
+        }
+        fds[count].fd = fd;
+        fds[count].events = ev;
+        count++;
+    }
+    int res = vt_poll_until(fds, (nfds_t)count, deadline, mask, use_mask);
+    if (fds != local) free(fds);
+    if (res == -2 || res < 0) return res;
+    if (res == 0) {
+        if (r != NULL) FD_ZERO(r);
+        if (w != NULL) FD_ZERO(w);
+        if (e != NULL) FD_ZERO(e);
+        return 0;
+    }
+    struct timeval zero = {0, 0};
+    if (real_select == NULL) real_select = dlsym(RTLD_NEXT, "select");
+    return real_select(n, r, w, e, &zero);
 }
 
 int select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv) {
     if (real_select == NULL) real_select = dlsym(RTLD_NEXT, "select");
     if (vt == NULL || tv == NULL || (tv->tv_sec == 0 && tv->tv_usec == 0)) return real_select(n, r, w, e, tv);
     int64_t deadline = vt_now() + (int64_t)tv->tv_sec * 1000000000LL + (int64_t)tv->tv_usec * 1000;
-    fd_set saved[3];
-    fd_set *user[3] = {r, w, e}, *keep[3] = {&saved[0], &saved[1], &saved[2]};
-    for (int k = 0; k < 3; k++) if (user[k] != NULL) memcpy(keep[k], user[k], sizeof(fd_set));
-    int slot = claim(deadline);
-    int res;
-    for (;;) {
-        struct timeval slice = {0, SLICE_NS / 1000};
-        copy_sets(n, user, keep);
-        res = real_select(n, r, w, e, &slice);
-        if (res != 0) break;
-        if (vt_now() >= deadline) break;
-    }
-    int err = errno;
-    release(slot);
-    int64_t left = deadline - vt_now();
+    int res = vt_select_until(n, r, w, e, deadline, NULL, 0);
+    if (res == -2) return real_select(n, r, w, e, tv);
+    int64_t left = deadline - vt_now();  /* Linux leaves the time not slept in tv */
     if (left < 0) left = 0;
     tv->tv_sec = left / 1000000000LL;
     tv->tv_usec = (left % 1000000000LL) / 1000;
-    errno = err;
     return res;
 }
 
 int pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *tmo, const sigset_t *mask) {
     if (real_pselect == NULL) real_pselect = dlsym(RTLD_NEXT, "pselect");
     if (vt == NULL || tmo == NULL || (tmo->tv_sec == 0 && tmo->tv_nsec == 0)) return real_pselect(n, r, w, e, tmo, mask);
-    int64_t deadline = vt_now() + ns_of(tmo);
-    fd_set saved[3];
-    fd_set *user[3] = {r, w, e}, *keep[3] = {&saved[0], &saved[1], &saved[2]};
-    for (int k = 0; k < 3; k++) if (user[k] != NULL) memcpy(keep[k], user[k], sizeof(fd_set));
-    const struct timespec slice = {0, SLICE_NS};
-    int slot = claim(deadline);
-    int res;
-    for (;;) {
-        copy_sets(n, user, keep);
-        res = real_pselect(n, r, w, e, &slice, mask);
-        if (res != 0) break;
-        if (vt_now() >= deadline) break;
-    }
-    int err = errno;
-    release(slot);
-    errno = err;
-    return res;
+    int res = vt_select_until(n, r, w, e, vt_now() + ns_of(tmo), mask, mask != NULL);
+    return res == -2 ? real_pselect(n, r, w, e, tmo, mask) : res;
 }

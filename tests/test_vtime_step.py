@@ -1,0 +1,146 @@
+"""A real deploy step on virtual time (``compare --check-http`` / ``--deploy-cmd``, ``--time virtual``).
+
+The world's clock stands still while the step computes and jumps when all of it waits:
+the tests read it from the looks the twin records (platform ms), which a step on the wall
+clock would shift by its own running time.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from platform_testbed.sim.cli.parser import main
+from platform_testbed.sim.config.scenario import load
+from platform_testbed.sim.publish.runresult import RunResult
+from platform_testbed.sim.twin.step import CHECK_HTTP, ProcessStep
+
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="LD_PRELOAD and /proc: Linux"),
+    pytest.mark.skipif(shutil.which("cc") is None or shutil.which("curl") is None
+                       or shutil.which("jq") is None, reason="needs cc, curl and jq"),
+]
+DEPLOY = Path(__file__).parent.parent / "examples" / "deploy"
+API = ('api() { curl -sS -H "Authorization: Bearer $FLY_API_TOKEN" '
+       '"http://$FLY_API_HOSTNAME/v1/apps/$FLY_APP_NAME$1"; }\n')
+
+
+@pytest.fixture(autouse=True)
+def _default_looks(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("LOOK_DELAY_S", "FLY_IMAGE_REF", "FLY_PREVIOUS_IMAGE_REF"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _script(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "step.sh"
+    path.write_text("#!/bin/sh\nset -e\n" + API + body)
+    path.chmod(0o755)
+    return path
+
+
+def _run(argv: tuple[str, ...], scenario: str = "healthy-release",
+         seed: int = 1) -> tuple[RunResult, ProcessStep]:
+    step = ProcessStep(CHECK_HTTP, argv, "http-step", 60.0, 1.0, "virtual")
+    return step(load(scenario), seed), step
+
+
+def _looks_ms(result: RunResult) -> list[int]:
+    return [recorded.look.at_ms for recorded in result.looks]
+
+
+def _publish_ms(scenario: str = "healthy-release") -> int:
+    world = load(scenario)
+    return world.platform.epoch_ms + round(world.publish.at_s * 1000)
+
+
+def test_computing_does_not_move_the_clock(tmp_path: Path) -> None:
+    """Start-up and 0.3 s of work before the first request: the look is at the publish itself."""
+    script = _script(tmp_path, f"{sys.executable} -c 'sum(range(6_000_000))'\n"
+                               "api /machines >/dev/null\napi /machines >/dev/null\n")
+    result, step = _run((str(script),))
+    assert result.error is None, result.error
+    assert _looks_ms(result) == [_publish_ms(), _publish_ms()]
+    assert [t.clock for t in step.timings] == ["virtual"]
+
+
+@pytest.mark.serial
+def test_sixty_simulated_seconds_take_two_wall_seconds_at_most(tmp_path: Path) -> None:
+    """Looks, two 20 s sleeps and a 20 s held wait: 60 simulated s, within 2 wall s (measured)."""
+    script = _script(tmp_path, "api /machines >/dev/null\nsleep 20\n"
+                     "id=$(api /machines | jq -r '.[0].id')\n"
+                     'api "/machines/$id/wait?state=stopped&timeout=20" >/dev/null\n'
+                     "sleep 20\napi /machines >/dev/null\n")
+    start = time.monotonic()
+    result, step = _run((str(script),))
+    wall = time.monotonic() - start
+    assert result.error is None, result.error
+    looks = _looks_ms(result)
+    assert looks[0] == _publish_ms()
+    assert looks[-1] - looks[0] == 60_000, [x - looks[0] for x in looks]
+    print(f"60 simulated s: {wall:.2f} wall s (the process {step.timings[0].command_s:.2f} s)")
+    assert step.timings[0].command_s <= 2.0  # measured 0.3-0.6 s on 2 busy cores
+
+
+def _burn() -> None:
+    while True:
+        pass
+
+
+@pytest.fixture
+def busy() -> Iterator[None]:
+    burners = [multiprocessing.get_context("spawn").Process(target=_burn, daemon=True) for _ in range(3)]
+    for burner in burners:
+        burner.start()
+    yield
+    for burner in burners:
+        burner.kill()
+        burner.join()
+
+
+def _verdict(seed: int) -> tuple[object, ...]:
+    result, _ = _run((str(DEPLOY / "check-timestamp.sh"),), "sept25-crash-loop", seed)
+    assert result.verdict is not None, result.error
+    return result.verdict.ok, result.verdict.reason, result.outcome, tuple(_looks_ms(result))
+
+
+@pytest.mark.serial
+def test_the_same_seed_gives_the_same_verdict_under_load(busy: None) -> None:
+    """check-timestamp.sh, seed 3: the same verdict, reason and looks (to the ms) with 3 busy loops."""
+    loaded = _verdict(3)
+    assert loaded[2] == "caught"
+    assert loaded == _saved_calm
+
+
+_saved_calm: tuple[object, ...] = ()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _calm_first() -> None:
+    global _saved_calm  # noqa: PLW0603 -- measured once before any busy loop runs
+    if shutil.which("cc") and shutil.which("jq") and sys.platform.startswith("linux"):
+        _saved_calm = _verdict(3)
+
+
+def test_speed_with_virtual_time_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--time virtual --speed 5`: one line naming --speed, exit 2, before any world runs."""
+    assert main(["compare", "healthy-release", "--check-http", "true", "--time", "virtual",
+                 "--speed", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "--speed" in err
+    assert "--time scaled" in err
+
+
+def test_the_command_line_runs_virtual_time_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --time or --speed a process row runs on virtual time, and says so."""
+    assert main(["compare", "healthy-release", "--check-http", "true", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)
+    assert "http-true: 1 run(s) on virtual time" in captured.err
