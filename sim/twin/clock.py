@@ -21,7 +21,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from platform_testbed.sim.twin.app import Answer, ServedApp, WaitStarted
-from platform_testbed.sim.vtime import ProcessTree, Sample, SharedClock
+from platform_testbed.sim.vtime import PortProbe, ProcessTree, Sample, SharedClock, sample_threads
 
 __all__ = ["POLL_CAP_S", "Driver", "Traffic", "VirtualDriver"]
 
@@ -188,6 +188,11 @@ class Traffic:
     are there, and marks the connection busy), ``request_done`` after the answer is written
     and ``closed``. ``idle`` reads the stages in that order, so a request that moves on
     while it reads is seen at a later stage.
+
+    A server that does not call these (one event loop, ``sim.twin.server`` on asyncio) is
+    read from outside: its threads (``threads``, native ids) must be asleep and off the CPU
+    like the step's tasks, and the kernel must hold no connection or byte for its port
+    (``PortProbe``); a held wait is then a coroutine that costs the loop nothing.
     """
 
     def __init__(self) -> None:
@@ -196,6 +201,9 @@ class Traffic:
         self.accepting = 0
         self._open: dict[int, socket.socket] = {}
         self._busy: set[int] = set()
+        self.probe: PortProbe | None = None
+        #: The server's own threads, sampled with the step's tasks.
+        self.threads: tuple[int, ...] = ()
 
     def accept_begins(self) -> None:
         """The server is about to accept a connection the listener has."""
@@ -239,6 +247,8 @@ class Traffic:
 
     def idle(self, held: int) -> bool:
         """No request in flight but the ``held`` waits the world holds (stages read in order)."""
+        if self.probe is not None and not self.probe.quiet():
+            return False
         listener = self.listener
         if listener is not None and _readable([listener.fileno()]):
             return False
@@ -348,13 +358,13 @@ class VirtualDriver(Driver):
             return None
         shared = self.shared
         gen, waits = shared.generation, shared.waits()
-        first = tree.sample()
+        first = tree.sample() | sample_threads(self.traffic.threads)
         if self._pause(SAMPLE_GAP_S):
             return None
         held = self._held()
         if not self.traffic.idle(held):
             return None
-        second = tree.sample()
+        second = tree.sample() | sample_threads(self.traffic.threads)
         if shared.generation != gen or shared.waits() != waits:
             return None
         deadline = _quiet(first, second, waits, self._now_ns)

@@ -20,7 +20,7 @@ from platform_testbed.sim.publish.world import ground_truth
 from platform_testbed.sim.twin.app import ServedApp
 from platform_testbed.sim.twin.clock import Driver, Traffic, VirtualDriver
 from platform_testbed.sim.twin.server import TwinServer
-from platform_testbed.sim.vtime import SharedClock
+from platform_testbed.sim.vtime import PortProbe, SharedClock
 
 __all__ = ["TIMES", "Session", "TimeMode", "open_session", "wall_epoch"]
 
@@ -185,10 +185,15 @@ def open_session(
     else:
         driver = Driver(app, speed=speed, clock=clock, wall0=wall0)
     server = TwinServer(driver, token or secrets.token_urlsafe(18), port)
-    if shared is not None:
+    if shared is not None and hasattr(server, "httpd"):
         _gate(server, traffic)
     driver.start()
     server.start()
+    if shared is not None:
+        traffic.probe = PortProbe(server.port)
+        thread = getattr(server, "_thread", None)  # the server's loop (named twin-http)
+        native = getattr(thread, "native_id", None)
+        traffic.threads = (native,) if isinstance(native, int) else ()
     return Session(app, driver, server, server.token, speed, shared)
 
 

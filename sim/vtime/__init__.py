@@ -2,6 +2,8 @@
 
 from platform_testbed.sim.vtime.build import Unavailable, library_path
 from platform_testbed.sim.vtime.shared import ENV, SharedClock
-from platform_testbed.sim.vtime.tree import ProcessTree, Sample
+from platform_testbed.sim.vtime.sockets import PortProbe
+from platform_testbed.sim.vtime.tree import ProcessTree, Sample, sample_threads
 
-__all__ = ["ENV", "ProcessTree", "Sample", "SharedClock", "Unavailable", "library_path"]
+__all__ = ["ENV", "PortProbe", "ProcessTree", "Sample", "SharedClock", "Unavailable", "library_path",
+           "sample_threads"]

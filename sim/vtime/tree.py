@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["ProcessTree", "Sample"]
+__all__ = ["ProcessTree", "Sample", "sample_threads"]
 
 Sample = dict[int, tuple[str, int]]
 
@@ -31,6 +31,24 @@ def _stat(pid: int) -> tuple[str, int] | None:
         return None
     fields = text[text.rfind(")") + 2:].split()
     return fields[0], int(fields[19])
+
+
+def _task(base: str) -> tuple[str, int] | None:
+    stat = _read(f"{base}/stat")
+    if stat is None:
+        return None
+    sched = _read(f"{base}/schedstat")
+    return stat[stat.rfind(")") + 2:][:1], int(sched.split()[0]) if sched else -1
+
+
+def sample_threads(tids: tuple[int, ...]) -> Sample:
+    """Threads of this process (native ids) sampled as ``ProcessTree.sample`` samples tasks."""
+    out: Sample = {}
+    for tid in tids:
+        got = _task(f"/proc/self/task/{tid}")
+        if got is not None:
+            out[tid] = got
+    return out
 
 
 class ProcessTree:
@@ -87,12 +105,7 @@ class ProcessTree:
             except OSError:
                 continue
             for name in tids:
-                base = f"/proc/{pid}/task/{name}"
-                stat = _read(f"{base}/stat")
-                sched = _read(f"{base}/schedstat")
-                if stat is None:
-                    continue
-                state = stat[stat.rfind(")") + 2:][:1]
-                ran = int(sched.split()[0]) if sched else -1
-                out[int(name)] = (state, ran)
+                got = _task(f"/proc/{pid}/task/{name}")
+                if got is not None:
+                    out[int(name)] = got
         return out
