@@ -144,3 +144,34 @@ def test_the_command_line_runs_virtual_time_by_default(capsys: pytest.CaptureFix
     captured = capsys.readouterr()
     assert json.loads(captured.out)
     assert "http-true: 1 run(s) on virtual time" in captured.err
+
+
+def test_the_step_gets_no_fly_credentials_of_the_callers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The caller's FLY_ACCESS_TOKEN, FLY_API_TOKEN and FLY_API_BASE_URL stay out; HOME is scratch."""
+    monkeypatch.setenv("FLY_ACCESS_TOKEN", "real-access-token-of-the-caller")
+    monkeypatch.setenv("FLY_API_TOKEN", "real-api-token-of-the-caller")
+    monkeypatch.setenv("FLY_API_BASE_URL", "https://api.machines.dev")
+    monkeypatch.setenv("LOOK_DELAY_S", "7")  # the caller's own settings still reach it
+    seen = tmp_path / "seen"
+    script = _script(tmp_path, f'env > {seen}\nls -A "$HOME" >> {seen}\necho "$HOME" > {seen}.home\n')
+    result, _ = _run((str(script),))
+    assert result.error is None, result.error
+    env = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
+    assert "FLY_ACCESS_TOKEN" not in env
+    assert "FLY_API_BASE_URL" not in env
+    assert env["FLY_API_TOKEN"] != "real-api-token-of-the-caller"
+    assert env["FLY_API_HOSTNAME"].startswith("127.0.0.1:")
+    assert env["LOOK_DELAY_S"] == "7"
+    home = Path((tmp_path / "seen.home").read_text().strip())
+    assert home != Path.home()
+    assert not home.exists()  # scratch: removed after the run
+
+
+def test_a_token_the_step_prints_is_masked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The twin's token (and the caller's Fly token) printed by the step show as *** in the reason."""
+    monkeypatch.setenv("FLY_ACCESS_TOKEN", "caller-secret-token")
+    script = _script(tmp_path, 'echo "token $FLY_API_TOKEN and caller-secret-token"\n')
+    result, _ = _run((str(script),))
+    assert result.verdict is not None
+    assert result.verdict.reason == "exit 0: token *** and ***"

@@ -59,7 +59,14 @@ POLL_S = 0.005
 #: Variables a check-http process must not inherit from the shell: with them, a deploy
 #: script would deploy, where in this mode the testbed has.
 _DEPLOY_ONLY = ("FLY_IMAGE_REF", "FLY_PREVIOUS_IMAGE_REF")
+#: The caller's variables a step never gets (issue 32): Fly's own (flyctl prefers
+#: FLY_ACCESS_TOKEN over FLY_API_TOKEN, and FLY_API_BASE_URL / FLAPS_BASE_URL point it at an
+#: API), so the step under test cannot reach the real platform with the caller's
+#: credentials; the twin then sets the ones it serves.
+_NOT_INHERITED = ("FLY_", "FLAPS_")
 _TAIL_BYTES = 4096
+#: What a token the process printed becomes in the row's reason and the JSON.
+MASK = "***"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,15 +137,19 @@ class ProcessStep:
 
     # -- the process ------------------------------------------------------------------------
 
-    def environment(self, session: Session, library: Path | None = None) -> dict[str, str]:
-        """The process's environment: the caller's, with the API's variables (and the images).
+    def environment(self, session: Session, library: Path | None = None,
+                    home: Path | None = None) -> dict[str, str]:
+        """The process's environment, built: the caller's less Fly's, the twin's API variables.
 
+        No ``FLY_*`` or ``FLAPS_*`` variable of the caller's reaches the step (no real token,
+        no real API address); the twin's ``FLY_API_HOSTNAME``, ``FLY_API_TOKEN``,
+        ``FLY_APP_NAME``, ``FLAPS_BASE_URL`` (and the images) take their place. ``home``: a
+        scratch folder for ``HOME``, so a stored login (``~/.fly/config.yml``) is not read.
         On virtual time, ``library`` goes first in ``LD_PRELOAD`` and the shared clock's
         file is named, so every process the step starts reads the world's clock.
         """
-        env = dict(os.environ)
-        for name in _DEPLOY_ONLY:
-            env.pop(name, None)
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(_NOT_INHERITED) and k not in _DEPLOY_ONLY}
         given = session.environment()
         if self.mode == CHECK_HTTP:
             given.pop("FLY_IMAGE_REF", None)
@@ -146,6 +157,8 @@ class ProcessStep:
             previous = session.app.world.previous
             if previous is not None:
                 given["FLY_PREVIOUS_IMAGE_REF"] = previous.ref
+        if home is not None:
+            given["HOME"] = str(home)
         if library is not None and session.shared is not None:
             given |= session.shared.environment()
             preload = env.get("LD_PRELOAD", "").strip()
@@ -153,11 +166,12 @@ class ProcessStep:
         return env | given
 
     def _run(self, session: Session, library: Path | None) -> _Ended:
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+                tempfile.TemporaryDirectory(prefix="testbed-home-") as home:
             start = time.monotonic()
             try:
                 proc = subprocess.Popen(
-                    list(self.argv), env=self.environment(session, library),
+                    list(self.argv), env=self.environment(session, library, Path(home)),
                     stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
                 )
             except OSError as error:  # e.g. a script with no #! line: the run's error
@@ -170,8 +184,9 @@ class ProcessStep:
             finally:
                 _kill_group(proc)
             command_s = time.monotonic() - start
+            secrets = _secrets(session)
             return _Ended(proc.returncode if why is None else None, why,
-                          _tail(out), _tail(err), command_s)
+                          _tail(out, secrets), _tail(err, secrets), command_s)
 
     # -- the world's side -------------------------------------------------------------------
 
@@ -256,13 +271,27 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def _tail(stream: IO[bytes]) -> str:
+def _tail(stream: IO[bytes], secrets: list[str]) -> str:
+    """The stream's last non-blank line, its spaces squeezed, tokens masked, at most 200 characters."""
     stream.seek(0, os.SEEK_END)
     size = stream.tell()
     stream.seek(max(0, size - _TAIL_BYTES))
-    lines = [" ".join(line.split()) for line in stream.read().decode("utf-8", "replace").splitlines()]
+    text = _masked(stream.read().decode("utf-8", "replace"), secrets)  # before any cut
+    lines = [" ".join(line.split()) for line in text.splitlines()]
     lines = [line for line in lines if line]
     return lines[-1][:200] if lines else ""
+
+
+def _secrets(session: Session) -> list[str]:
+    """The tokens a row must not show: the twin's, and any the caller holds for Fly."""
+    held = [v for k, v in os.environ.items() if k.startswith(_NOT_INHERITED) and "TOKEN" in k]
+    return sorted({t for t in (session.token, *held) if len(t) >= 4}, key=len, reverse=True)
+
+
+def _masked(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, MASK)
+    return text
 
 
 def _with_stderr(text: str, stderr_tail: str) -> str:
