@@ -181,12 +181,17 @@ def open_session(
         shared = SharedClock(realtime_base_ns=scenario.platform.epoch_ms * 1_000_000,
                              monotonic_base_ns=time.monotonic_ns() - start_ns, now_ns=start_ns)
         traffic = Traffic()
-        driver = VirtualDriver(app, shared, traffic)
+        try:
+            driver = VirtualDriver(app, shared, traffic)
+            server = TwinServer(driver, token or secrets.token_urlsafe(18), port)
+        except BaseException:
+            shared.close()  # no session owns it yet
+            raise
+        if hasattr(server, "httpd"):
+            _gate(server, traffic)
     else:
         driver = Driver(app, speed=speed, clock=clock, wall0=wall0)
-    server = TwinServer(driver, token or secrets.token_urlsafe(18), port)
-    if shared is not None and hasattr(server, "httpd"):
-        _gate(server, traffic)
+        server = TwinServer(driver, token or secrets.token_urlsafe(18), port)
     driver.start()
     server.start()
     if shared is not None:
@@ -203,7 +208,7 @@ def _gate(server: TwinServer, traffic: Traffic) -> None:
     The standard library's threaded server: its accept and its handler's request loop
     (``handle_one_request``) are wrapped, so the server module stays as it is.
     """
-    httpd = server.httpd
+    httpd = getattr(server, "httpd")  # noqa: B009 -- only the threaded server has one
     traffic.listener = httpd.socket
     base: Any = httpd.RequestHandlerClass
 
@@ -229,9 +234,10 @@ def _gate(server: TwinServer, traffic: Traffic) -> None:
     def get_request() -> tuple[socket.socket, Any]:
         traffic.accept_begins()
         try:
-            return accept()
+            conn: tuple[socket.socket, Any] = accept()
+            return conn
         except BaseException:
             traffic.accept_failed()
             raise
 
-    httpd.get_request = get_request  # type: ignore[method-assign]
+    httpd.get_request = get_request
