@@ -318,8 +318,9 @@ class VirtualDriver(Driver):
         return self.app.scenario.platform.epoch_ms + round(self._now_ns / 1e6)
 
     def wall_bound(self, platform_s: float) -> float | None:
-        """No wall bound: the world answers a held wait at its deadline, or at the loop's end."""
-        return None
+        """A day: the world answers a held wait at its deadline, or at the loop's end; wall
+        time says nothing of when that is (the step may compute for long with a wait held)."""
+        return _WAIT_WALL_S
 
     def _loop(self) -> None:
         env = self.app.env
@@ -394,6 +395,10 @@ class VirtualDriver(Driver):
         answered = False
         while env.peek() <= target_s:
             instant = env.peek()
+            # The clock first: an event of this instant may answer a held wait, and the
+            # client that gets the answer reads this instant, not the one before.
+            self._now_ns = max(self._now_ns, round(instant * 1e9))
+            self.shared.set_now(self._now_ns)
             while env.peek() <= instant:
                 env.step()
             if any(w.future.done() for w in pending):
@@ -411,6 +416,7 @@ class VirtualDriver(Driver):
 
 
 _NEVER = 1 << 62
+_WAIT_WALL_S = 86_400.0
 
 
 def _quiet(first: Sample, second: Sample, waits: tuple[tuple[int, int, int], ...], now_ns: int) -> int | None:

@@ -79,10 +79,14 @@ class SharedClock:
         """The virtual clock the step's processes read (ns since the world's zero)."""
         return int(self._now.value)
 
-    def move_to(self, now_ns: int) -> None:
-        """Set the clock (one aligned 8-byte store), then wake the waits it has reached."""
+    def set_now(self, now_ns: int) -> None:
+        """Set the clock (one aligned 8-byte store), waking nobody (``move_to`` does)."""
         self._now.value = now_ns
         self._epoch.value = (self._epoch.value + 1) & 0xFFFFFFFF
+
+    def move_to(self, now_ns: int) -> None:
+        """Set the clock, then wake the waits it has reached."""
+        self.set_now(now_ns)
         self.wake_due()
 
     @property
