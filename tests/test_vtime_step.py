@@ -176,3 +176,23 @@ def test_a_token_the_step_prints_is_masked(tmp_path: Path, monkeypatch: pytest.M
     result, _ = _run((str(script),))
     assert result.verdict is not None
     assert result.verdict.reason == "exit 0: token *** and ***"
+
+
+def test_workers_run_a_twin_per_world_with_the_same_rows(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`compare --runs 3 --workers 2` with a process row: the rows of --workers 1, and the pool's
+    wall time and worlds a wall second on stderr."""
+    script = _script(tmp_path, "api /machines >/dev/null\nsleep 30\n"
+                               "api /machines | jq -e 'length > 0' >/dev/null\n")
+    docs = []
+    for workers in ("1", "2"):
+        assert main(["compare", "sept25-crash-loop", "--check-http", str(script), "--runs", "3",
+                     "--workers", workers, "--json"]) == 0
+        captured = capsys.readouterr()
+        doc = json.loads(captured.out)
+        docs.append([(run["seed"], r["outcome"], r["reason"], r["decided_at_s"])
+                     for run in doc["runs"] for r in run["results"]])
+    assert docs[0] == docs[1]
+    assert len(docs[0]) == 3
+    assert "processes: 3 world(s) on 2 worker(s) in " in captured.err
+    assert "worlds a wall second" in captured.err

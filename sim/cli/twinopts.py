@@ -7,18 +7,24 @@ twin (simpy, the HTTP server) loads only when such a row runs (``steps``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 import shlex
 import shutil
 import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from platform_testbed.sim.config.settings import BadInput, env_limit
 
 if TYPE_CHECKING:
-    from platform_testbed.sim.twin.step import ProcessStep
+    from platform_testbed.sim.config.scenario import Scenario
+    from platform_testbed.sim.publish.runresult import RunResult
+    from platform_testbed.sim.twin.step import ProcessStep, StepTiming
 
 __all__ = ["DEFAULT_HTTP_TIMEOUT_S", "MAX_SPEED", "MAX_WALL_S", "WALL_ENV", "add_arguments",
            "bound_wall", "row_name", "steps"]
@@ -192,3 +198,78 @@ def report_timings(made: list[ProcessStep]) -> None:
             print(f"{step.name}: {len(runs)} run(s) on {clocks} time took {whole:.2f} s of wall time, the "
                   f"process itself {own:.2f} s (+{(whole - own) / len(runs):.2f} s a run)",
                   file=sys.stderr)
+
+
+@dataclass(frozen=True, slots=True)
+class _StepWork:
+    """Seed ``i``'s world for every process row: a unit of ``sim.sweep.run``'s pool (pickled).
+
+    Each world has its own twin (its own port and token) in the worker that runs it.
+    """
+
+    scenario: Scenario
+    steps: tuple[ProcessStep, ...]
+    seeds: tuple[int, ...]
+
+    @property
+    def units(self) -> int:
+        return len(self.seeds)
+
+    def __call__(self, lo: int, hi: int) -> tuple[int, list[Any]]:
+        from platform_testbed.sim.publish.world import ground_truth  # noqa: PLC0415 -- see the docstring
+
+        out = []
+        for seed in self.seeds[lo:hi]:
+            bad = ground_truth(self.scenario, seed)
+            rows = []
+            for step in self.steps:
+                own = dataclasses.replace(step, timings=[])  # the parent's copy stays its own
+                rows.append((own(self.scenario, seed, bad), own.timings[-1]))
+            out.append((seed, rows))
+        return lo, out
+
+
+@dataclass(eq=False)
+class _Ran:
+    """A process row whose worlds ran on the pool: called as the row, it gives each seed's result."""
+
+    name: str
+    mode: str
+    results: dict[int, RunResult]
+    timings: list[StepTiming]
+
+    def __call__(self, scenario: Scenario, seed: int, bad: bool | None = None) -> RunResult:
+        return self.results[seed]
+
+
+def spread(made: list[ProcessStep], scenario: Scenario, seeds: Iterable[int],
+           workers: int | None) -> list[Any]:
+    """The rows, their worlds run first on ``workers`` processes (``--workers N``, N > 1).
+
+    One twin per world, each on its own port with its own token, ``workers`` at a time; on
+    stderr the wall time and the worlds a wall second. With one worker (or none asked for)
+    the rows are as given: each world runs when ``compare`` reaches its seed.
+    """
+    if not made or workers is None or workers <= 1:
+        return list(made)
+    from platform_testbed.sim.runtime.signals import reraise_pending  # noqa: PLC0415
+    from platform_testbed.sim.sweep.run import run_tasks  # noqa: PLC0415
+
+    order = tuple(seeds)
+    ran = [_Ran(s.name, s.mode, {}, s.timings) for s in made]
+
+    def sink(batch: list[Any]) -> None:
+        for seed, rows in batch:
+            for row, (result, timing) in zip(ran, rows, strict=True):
+                row.results[seed] = result
+                row.timings.append(timing)
+
+    start = time.monotonic()
+    done = run_tasks(_StepWork(scenario, tuple(made), order), workers, None, None, 1, sink=sink)
+    if done.interrupted:
+        reraise_pending()
+        raise KeyboardInterrupt
+    wall = time.monotonic() - start
+    print(f"processes: {len(order)} world(s) on {workers} worker(s) in {wall:.2f} s of wall "
+          f"time, {len(order) / wall:.2f} worlds a wall second", file=sys.stderr)
+    return ran
