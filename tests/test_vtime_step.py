@@ -196,3 +196,19 @@ def test_workers_run_a_twin_per_world_with_the_same_rows(
     assert len(docs[0]) == 3
     assert "processes: 3 world(s) on 2 worker(s) in " in captured.err
     assert "worlds a wall second" in captured.err
+
+
+def test_a_sweep_with_a_process_runs_on_workers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On virtual time a sweep with a process row takes --workers 2 and writes the rows of --workers 1."""
+    sweep = tmp_path / "tiny.toml"
+    sweep.write_text('name = "tiny"\nscenario = "sept25-crash-loop"\nchecks = ["timestamp"]\n'
+                     'seeds = 1\n[axes]\n"release.behavior" = ["crash_after", "healthy"]\n')
+    rows = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"rows-{workers}.csv"
+        assert main(["sweep", str(sweep), "--check-http", "true", "--workers", workers,
+                     "--out", str(out)]) == 0
+        rows.append(out.read_text())
+    capsys.readouterr()
+    assert rows[0] == rows[1]
+    assert rows[0].count("http-true") == 2

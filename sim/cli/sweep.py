@@ -115,16 +115,20 @@ def _with_processes(sweep: Sweep, args: argparse.Namespace) -> tuple[Sweep, list
     steps = twinopts.steps(args)
     if not steps:
         return sweep, steps
-    # The twin serves on this machine and runs on its wall clock: one world at a time.
+    # The twin serves on this machine: its processes run here, not on a Dask cluster.
     if args.dask:
-        raise BadInput(f"--dask: a sweep with --{steps[0].mode} runs here, one world at a "
-                       "time (its processes need this machine's wall clock)")
-    if args.workers is not None and args.workers > 1:
-        raise BadInput(f"--workers {args.workers}: a sweep with --{steps[0].mode} runs one "
-                       "world at a time (give --workers 1, or leave it out)")
+        raise BadInput(f"--dask: a sweep with --{steps[0].mode} runs on this machine "
+                       "(its processes run here); use --workers N")
     twinopts.bound_wall(steps, sweep.units, "world(s)")
     twinopts.check_against(steps, list(check_names(sweep)), args)
-    args.workers = 1
+    # On virtual time a world's verdict does not depend on the load, so worlds run on
+    # every core, one twin each (own port and token); on the wall clock, one at a time.
+    if any(s.time_mode == "scaled" for s in steps) or args.workers is None:
+        if args.workers is not None and args.workers > 1:
+            raise BadInput(f"--workers {args.workers}: a sweep with --{steps[0].mode} on the "
+                           "scaled clock runs one world at a time (its verdicts move with the "
+                           "load); drop --speed/--time scaled, or give --workers 1")
+        args.workers = 1
     return with_steps(sweep, steps), steps
 
 
