@@ -212,3 +212,17 @@ def test_a_sweep_with_a_process_runs_on_workers(tmp_path: Path, capsys: pytest.C
     capsys.readouterr()
     assert rows[0] == rows[1]
     assert rows[0].count("http-true") == 2
+
+
+def test_without_a_compiler_the_row_runs_on_scaled_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """No library can be built: one line on stderr says why, and the runs are scaled, not lost."""
+    monkeypatch.setenv("TESTBED_VTIME_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CC", "/bin/false")
+    result, step = _run(("true",))
+    assert result.verdict is not None
+    assert [t.clock for t in step.timings] == ["scaled"]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "http-step: virtual time: building its preload library with /bin/false failed" in err
+    assert "runs on scaled time" in err
