@@ -108,6 +108,17 @@ class Driver:
         """The most wall seconds a held wait of ``platform_s`` may take (None: no bound)."""
         return platform_s / self.speed + 5.0
 
+    def _this_instant(self) -> bool:
+        """Run the calls and what they scheduled for this instant; True at the horizon."""
+        env = self.app.env
+        self._run_calls()
+        while env.peek() <= env.now:
+            env.step()
+        if env.now >= self.horizon_s:
+            self.reached_horizon = True
+            return True
+        return False
+
     def _run_calls(self) -> None:
         while True:
             if self._early is not None:
@@ -131,11 +142,7 @@ class Driver:
                 target = self.sim_now()
                 if target > env.now:
                     env.run(until=target)
-                self._run_calls()
-                while env.peek() <= env.now:  # what the calls scheduled for this instant
-                    env.step()
-                if env.now >= self.horizon_s:
-                    self.reached_horizon = True
+                if self._this_instant():
                     return
                 due = (min(env.peek(), self.horizon_s) - self.sim_now()) / self.speed
                 try:
@@ -323,14 +330,9 @@ class VirtualDriver(Driver):
         return _WAIT_WALL_S
 
     def _loop(self) -> None:
-        env = self.app.env
         try:
             while not self._stop.is_set():
-                self._run_calls()
-                while env.peek() <= env.now:  # what the calls scheduled for this instant
-                    env.step()
-                if env.now >= self.horizon_s:
-                    self.reached_horizon = True
+                if self._this_instant():
                     return
                 target = self._still()
                 if target is not None:

@@ -33,6 +33,13 @@ def _stat(pid: int) -> tuple[str, int] | None:
     return fields[0], int(fields[19])
 
 
+def _threads(pid: int) -> list[str]:
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
 def _task(base: str) -> tuple[str, int] | None:
     stat = _read(f"{base}/stat")
     if stat is None:
@@ -74,11 +81,7 @@ class ProcessTree:
             if pid in found:
                 continue
             found.add(pid)
-            try:
-                tids = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            for tid in tids:
+            for tid in _threads(pid):
                 text = _read(f"/proc/{pid}/task/{tid}/children")
                 if text:
                     todo.extend(int(c) for c in text.split())
@@ -100,11 +103,7 @@ class ProcessTree:
         """Each thread of the step: its state letter and its ns on the CPU so far."""
         out: Sample = {}
         for pid in self.pids():
-            try:
-                tids = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            for name in tids:
+            for name in _threads(pid):
                 got = _task(f"/proc/{pid}/task/{name}")
                 if got is not None:
                     out[int(name)] = got
