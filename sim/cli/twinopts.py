@@ -119,6 +119,26 @@ def steps(args: argparse.Namespace) -> list[ProcessStep]:
     return made
 
 
+#: The built-in check whose simulator run gives a hunted process's wrong worlds their trace
+#: (any check would: up to the process's verdict the world is the same, a check only reads).
+HUNT_TRACE_CHECK = "count"
+
+
+def hunted(args: argparse.Namespace) -> ProcessStep | None:
+    """``testbed hunt``'s process, if one is asked for: exactly one --check-http and no --check."""
+    made = steps(args)
+    if not made:
+        return None
+    if args.deploy_cmd:
+        raise BadInput("--deploy-cmd: hunt takes a --check-http process (the testbed publishes, "
+                       "the process judges)")
+    if len(made) != 1:
+        raise BadInput(f"--check-http: hunt takes exactly one process (got {len(made)})")
+    if args.check or getattr(args, "check_cmd", None):
+        raise BadInput("--check-http: hunt takes one check: the process, or one --check/--check-cmd")
+    return made[0]
+
+
 def bound_wall(made: list[ProcessStep], worlds: int, what: str) -> None:
     """BadInput, before any world runs, if ``worlds`` worlds of these processes may pass ``MAX_WALL_S``.
 
