@@ -78,8 +78,8 @@ def _add(parser: argparse.ArgumentParser, note: str) -> None:
     parser.add_argument(
         "--time", choices=("virtual", "scaled"), default=None,
         help="the process's clock: virtual (the default) = it and what it starts read the "
-        "world's clock and sleep on it, which stands still while they compute (docs/"
-        "virtual-time.md); scaled = the wall clock, the world at --speed (static binaries)",
+        "world's clock and sleep on it, which stands still while they compute and moves when "
+        "they all wait; scaled = the wall clock, the world at --speed (static binaries)",
     )
     parser.add_argument(
         "--speed", type=float, default=None, metavar="K",
