@@ -167,7 +167,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             check_image("--heatmap", path, args.force)
     errors = Console(stderr=True)
     result, kept = _run_to_file(args, sweep, out, errors, budget)
-    twinopts.report_timings(steps)
+    twinopts.report_timings(steps, pooled=(args.workers or 1) > 1)
     # Here the file is in place, whole: every finished row (all of them, or with Ctrl-C
     # those finished before it). A SIGTERM or a second Ctrl-C left the previous file.
     names = tuple(dict.fromkeys(str(r["check"]) for r in kept))

@@ -208,16 +208,21 @@ def rules(made: list[ProcessStep]) -> dict[str, str]:
             for s in made}
 
 
-def report_timings(made: list[ProcessStep]) -> None:
-    """On stderr: each row's wall time against its process's own (the rest ran instantly)."""
+def report_timings(made: list[ProcessStep], *, pooled: bool = False) -> None:
+    """On stderr: each row's wall time against its process's own (the rest ran instantly).
+
+    ``pooled``: a sweep's pool ran most worlds, whose timings stay in its workers: the line
+    counts the runs of this process only, and says so.
+    """
+    where = " in this process (the rest on the pool's workers)" if pooled else ""
     for step in made:
         runs = step.timings
         if runs:
             whole, own = sum(t.run_s for t in runs), sum(t.command_s for t in runs)
             clocks = " and ".join(sorted({t.clock for t in runs}))
-            print(f"{step.name}: {len(runs)} run(s) on {clocks} time took {whole:.2f} s of wall time, the "
-                  f"process itself {own:.2f} s (+{(whole - own) / len(runs):.2f} s a run)",
-                  file=sys.stderr)
+            print(f"{step.name}: {len(runs)} run(s){where} on {clocks} time took {whole:.2f} s "
+                  f"of wall time, the process itself {own:.2f} s "
+                  f"(+{(whole - own) / len(runs):.2f} s a run)", file=sys.stderr)
 
 
 @dataclass(frozen=True, slots=True)
