@@ -140,6 +140,7 @@ bench: $(STAMP_RUN)
 	$(BIN)/python benchmarks/bench_scale.py
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_compare.py
+	$(BIN)/python benchmarks/bench_vtime.py
 
 # The import graph of checks/ and sim/ with layers, levels and line counts (stdlib only,
 # so no install needed); tests/test_layout.py runs the same rules with --check.

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_testbed.checks.drive import check_name
 from platform_testbed.sim import checkcmd
+from platform_testbed.sim.cli import twinopts
 from platform_testbed.sim.cli.checkopts import add_check_option
 from platform_testbed.sim.config.settings import BadInput, first_seed
 from platform_testbed.sim.runtime.signals import reraise_pending
@@ -111,6 +112,7 @@ def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_check_option(parser, what="the check to hunt: a built-in name",
                      note="or give one --check-cmd instead", how="exactly one")
     checkcmd.add_arguments(parser, single=True)
+    twinopts.add_arguments(parser, where="hunt takes one --check-http (and no --check)")
     parser.add_argument("--scenario", default=DEFAULT_SCENARIO,
                         help=f"the base world: a shipped name or a .toml path (default {DEFAULT_SCENARIO})")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
@@ -190,11 +192,17 @@ def cmd_hunt(args: argparse.Namespace) -> int:
         raise BadInput(f"--scenario: {error}") from None
     if args.sets:  # its own message: the file was good, a --set was not
         base = scenario.load(args.scenario, args.sets)
-    spec, check_arg = _check_spec(args)
+    step = twinopts.hunted(args)  # a --check-http process, if that is what is hunted
+    if step is None:
+        spec, check_arg = _check_spec(args)
+    else:  # the spec's check only gives the simulator's trace of a wrong world
+        spec, check_arg = twinopts.HUNT_TRACE_CHECK, f"--check-http {shlex.quote(shlex.join(step.argv))}"
     from platform_testbed.sim.hunt.search import SpecChecks  # noqa: PLC0415 -- see the imports
 
     checks = SpecChecks(spec)
     name = check_name(checks(base.check.model_dump()))  # builds it once: a bad check stops here
+    if step is not None:
+        name = step.name
     out = Path(args.out)
     check_out_dir(args.out, force=args.force)
     args.junit = junit.checked(args)
@@ -212,7 +220,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     with progress:
         result = hunt(base, name, checks, budget=args.budget, seed=args.seed, progress=tell,
-                      check_budget=limits)
+                      check_budget=limits, step=step)
     # hypothesis' gc callback stays in place after the search and may swallow a signal's
     # exception (sim.runtime.signals._pending): ask before writing, and before saying we are done.
     reraise_pending()
