@@ -43,8 +43,14 @@ __all__ = [
 REGION = "iad"
 #: Not public: assumed. fly-go always sends a ttl; a lease asked for without one lasts this.
 DEFAULT_LEASE_TTL_S = 30
+#: Not public: assumed. The longest lease a client may ask for (a day): past it 400, where
+#: an unbounded one (``1e12``, ``2**63``) made the machine unwritable for good.
+MAX_LEASE_TTL_S = 86_400
 #: Not public: assumed. Fly's owner is the token's user (an e-mail address).
 LEASE_OWNER = "user@testbed.local"
+#: Machine snapshots kept in looks (a look holds one per machine): past it a look is
+#: counted, not kept, so memory is bounded however many reads a client makes.
+MAX_LOOK_MACHINES = 200_000
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 Answer = tuple[int, Any]
@@ -59,12 +65,34 @@ class ApiError(Exception):
         self.message = message
 
 
+@dataclass(slots=True)
+class _Version:
+    instance_id: str
+    updated_ms: int
+
+
 @dataclass(frozen=True, slots=True)
 class Look:
-    """One read of machines by the client: the platform time and the JSON it was served."""
+    """One read of machines by the client: the platform time and the JSON it was served.
 
-    at_ms: int
-    machines: tuple[dict[str, Any], ...]
+    Kept as the snapshots (shared with the row's ``RecordedLook``) and each machine's
+    version; the JSON is rendered when it is read, so a look is stored once.
+    """
+
+    recorded: RecordedLook
+    versions: tuple[_Version, ...]
+    created_ms: int
+
+    @property
+    def at_ms(self) -> int:
+        """The platform time of the read."""
+        return self.recorded.look.at_ms
+
+    @property
+    def machines(self) -> tuple[dict[str, Any], ...]:
+        """Each machine as it was served at the read."""
+        return tuple(render(s, v, self.created_ms)
+                     for s, v in zip(self.recorded.look.machines, self.versions, strict=True))
 
 
 @dataclass(slots=True)
@@ -72,12 +100,6 @@ class _Lease:
     nonce: str
     expires_ms: int
     description: str
-
-
-@dataclass(slots=True)
-class _Version:
-    instance_id: str
-    updated_ms: int
 
 
 @dataclass(slots=True)
@@ -94,6 +116,12 @@ def _ulid(ms: int, key: str) -> str:
     value = (max(ms, 0) % (1 << 48)) << 80 | int.from_bytes(
         hashlib.sha256(key.encode()).digest()[:10], "big")
     return "".join(_CROCKFORD[(value >> (5 * i)) & 31] for i in reversed(range(26)))
+
+
+def render(snapshot: checks.MachineSnapshot, version: _Version, created_ms: int) -> dict[str, Any]:
+    """A machine snapshot as ``GET /v1/apps/{app}/machines/{id}`` returns it."""
+    return machine_to_fly(snapshot, instance_id=version.instance_id, region=REGION,
+                          created_at_ms=created_ms, updated_at_ms=version.updated_ms)
 
 
 class ServedApp:
@@ -121,11 +149,17 @@ class ServedApp:
         self._nonces = 0
         #: When the release first went out (platform ms): the client's first update to it.
         self.publish_started_ms: int | None = None
-        self.looks: list[Look] = []
         #: Each machine's state before the release's first update (empty until then).
         self.pre_deploy: dict[str, str] = {}
+        #: The looks kept (``MAX_LOOK_MACHINES``), each machine's version at each, and the
+        #: reads past the cap, counted.
         self.recorded: list[RecordedLook] = []
+        self._look_versions: list[tuple[_Version, ...]] = []
+        self._look_machines = 0
+        self.looks_not_kept = 0
+        #: Waits not answered yet (answered ones are dropped as new ones come).
         self.waits: list[WaitStarted] = []
+        self._prune_waits_at = 64
         worlds.start_previous(self.world)
         if testbed_publishes:
             self.env.process(self._testbed_publish())
@@ -169,11 +203,13 @@ class ServedApp:
 
     def render(self, machine: Machine) -> dict[str, Any]:
         """The machine as ``GET /v1/apps/{app}/machines/{id}`` returns it."""
-        version = self.versions[machine.id]
-        return machine_to_fly(
-            machine.snapshot(), instance_id=version.instance_id, region=REGION,
-            created_at_ms=self.created_ms, updated_at_ms=version.updated_ms,
-        )
+        return render(machine.snapshot(), self.versions[machine.id], self.created_ms)
+
+    @property
+    def looks(self) -> list[Look]:
+        """The looks kept, in order (their JSON rendered as it is read)."""
+        return [Look(r, v, self.created_ms)
+                for r, v in zip(self.recorded, self._look_versions, strict=True)]
 
     def _machine(self, app: str, machine_id: str) -> Machine:
         if app != self.app:
@@ -185,6 +221,15 @@ class ServedApp:
         return machine
 
     # -- reads ------------------------------------------------------------------------------
+
+    def show_app(self, app: str) -> Answer:
+        """``GET /apps/{app}``: the app (OpenAPI ``App``); its organisation is not public: assumed."""
+        if app != self.app:
+            raise ApiError(404, "app not found")
+        return 200, {"id": app, "name": app, "status": "deployed", "network": "default",
+                     "organization": {"name": "personal", "slug": "personal"},
+                     "machine_count": sum(m.state != "destroyed" for m in self.world.machines),
+                     "volume_count": 0}
 
     def list(self, app: str, states: Sequence[str] = ()) -> Answer:
         """``GET /apps/{app}/machines``: every machine (``state=``: those in these states)."""
@@ -205,14 +250,18 @@ class ServedApp:
         The fleet, even for a read of one machine or a wait's answer: a replayed check
         needs every machine in every look (one missing from a look is lost to it).
         """
-        at_ms = self.now_ms()
         machines = self.world.machines
-        self.looks.append(Look(at_ms, tuple(self.render(m) for m in machines)))
+        if self._look_machines + len(machines) > MAX_LOOK_MACHINES:
+            self.looks_not_kept += 1
+            return
+        self._look_machines += len(machines)
+        at_ms = self.now_ms()
         # The same look as the simulator's checks get it (``sim.twin.step`` makes a row of it).
         self.recorded.append(RecordedLook(
             checks.Look(at_ms, tuple(m.snapshot(at_ms) for m in machines),
                         dict(self.pre_deploy) or None),
             tuple(m.log.dropped for m in machines)))
+        self._look_versions.append(tuple(self.versions[m.id] for m in machines))
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -306,8 +355,8 @@ class ServedApp:
         """``POST .../lease``: take the lease (201), or refresh it with its nonce (200)."""
         machine = self._machine(app, machine_id)
         ttl = DEFAULT_LEASE_TTL_S if ttl_s is None else ttl_s
-        if ttl < 1:
-            raise ApiError(400, "invalid request: ttl must be a positive number of seconds")
+        if not 1 <= ttl <= MAX_LEASE_TTL_S:
+            raise ApiError(400, f"invalid request: ttl must be 1 to {MAX_LEASE_TTL_S} seconds")
         held = self._lease(machine)
         expires = self.now_ms() + ttl * 1000
         if held is not None:
@@ -360,6 +409,9 @@ class ServedApp:
         if found is not None:
             return self._waited(machine, found[1])
         pending = WaitStarted(machine, wanted)
+        if len(self.waits) >= self._prune_waits_at:
+            self.waits = [w for w in self.waits if not w.future.done()]
+            self._prune_waits_at = max(64, 2 * len(self.waits))
         self.waits.append(pending)
         self.env.process(self._hold_wait(pending, timeout_s, version, since_ms))
         return pending
@@ -384,19 +436,25 @@ class ServedApp:
         while not pending.future.done():
             change = machine.next_change()
             yield change | deadline
+            if pending.future.done():
+                # Answered while this waited: the driver's close (408 to every held wait),
+                # then ``finish`` resumed this at the next change. Set once, not twice.
+                return
             # Resumed after every change of this instant (an update's stop and start): the
             # snapshot shows them all, and reached_at takes the earliest.
             found = self._entered(machine, pending.wanted, since_ms, version)
             if found is not None:
                 pending.future.set_result(self._waited(machine, found[1]))
-            elif deadline.triggered:
+            elif deadline.processed:
+                # ``processed``, not ``triggered``: SimPy triggers a Timeout when it is made,
+                # so ``triggered`` answered 408 at the first change that was not wanted.
                 pending.future.set_result(self.timed_out(pending))
 
     def timed_out(self, pending: WaitStarted) -> Answer:
         """A wait's 408, in the words of Fly's (superfly/flyctl#1760)."""
         wanted = ", ".join(pending.wanted)
         return 408, {"error": f"machine failed to reach desired state, {wanted}, "
-                              f"currently {pending.machine.state}"}
+                              f"currently {pending.machine.state}", "status": "unknown"}
 
     # -- what happened -----------------------------------------------------------------------
 
