@@ -17,7 +17,9 @@ from collections.abc import Iterator
 import pytest
 
 from platform_testbed.sim.config.scenario import load
+from platform_testbed.sim.twin import app as app_module
 from platform_testbed.sim.twin import http1
+from platform_testbed.sim.twin.server import Limits, TwinServer
 from platform_testbed.sim.twin.session import Session, open_session
 
 TOKEN = "test-token"
@@ -276,3 +278,89 @@ def test_closing_with_many_held_waits_is_quick() -> None:
     finally:
         for sock in socks:
             sock.close()
+
+
+@pytest.fixture
+def tight(session: Session) -> Iterator[TwinServer]:
+    """A second front on the same world with small caps: 3 connections, 1 held wait, 0.5 s idle."""
+    server = TwinServer(session.driver, TOKEN, limits=Limits(connections=3, held_waits=1, idle_s=0.5))
+    server.start()
+    yield server
+    server.close()
+
+
+def _on(server: TwinServer) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", server.port), timeout=10)
+
+
+def test_past_the_held_wait_cap_a_wait_is_429_with_retry_after(tight: TwinServer) -> None:
+    """With one wait held, the next is answered 429 with Retry-After, not held."""
+    wait = _request("GET", "/machines/m1/wait?state=destroyed&timeout=60")
+    with _on(tight) as first, _on(tight) as second:
+        first.sendall(wait)
+        deadline = time.monotonic() + 5
+        while tight.held < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        second.sendall(wait)
+        status, headers, _ = _read_answer(second)
+    assert status == 429
+    assert headers["retry-after"] == "1"
+
+
+def test_past_the_connection_cap_a_client_is_503(tight: TwinServer) -> None:
+    """Three connections open: the fourth is answered 503 and closed; after they go, served again."""
+    held = [_on(tight) for _ in range(3)]
+    try:
+        time.sleep(0.1)
+        with _on(tight) as extra:
+            extra.sendall(_request("GET", "/machines"))
+            status, _, body = _read_answer(extra)
+        assert status == 503
+        assert "too many connections" in json.loads(body)["error"]
+    finally:
+        for sock in held:
+            sock.close()
+    time.sleep(0.2)
+    with _on(tight) as again:
+        again.sendall(_request("GET", "/machines"))
+        assert _read_answer(again)[0] == 200
+
+
+def test_an_idle_or_slow_client_is_closed(tight: TwinServer) -> None:
+    """A connection that sends half a request head and stops is closed after the idle limit."""
+    with _on(tight) as slow:
+        slow.sendall(b"GET /v1/apps/sept25-crash-loop/machines HTTP/1.1\r\nHost:")
+        slow.settimeout(5)
+        began = time.monotonic()
+        assert slow.recv(100) == b""
+        assert time.monotonic() - began < 3
+
+
+def test_looks_past_the_cap_are_counted_not_kept(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads past the look cap are counted (``looks_not_kept``): memory bounded however many."""
+    monkeypatch.setattr(app_module, "MAX_LOOK_MACHINES", 5)
+    for _ in range(8):
+        assert _exchange(session, _request("GET", "/machines/m1"))[0] == 200
+    assert len(session.app.recorded) == len(session.app.looks) == 5
+    assert session.app.looks_not_kept == 3
+
+
+def test_answered_waits_on_a_machine_that_never_changes_leave_nothing_behind() -> None:
+    """40 waits answered at their deadline on an idle machine: no callback of theirs is kept.
+
+    A wait left its callback on the machine's next change, which an idle machine never
+    makes: 5,000 held waits re-asked every 20 s grew the serve by 19 MB a round.
+    """
+    served = open_session(load("sept25-crash-loop"), 1, speed=50, token=TOKEN)
+    try:
+        with _connect(served) as sock:
+            for _ in range(40):
+                sock.sendall(_request("GET", "/machines/m1/wait?state=destroyed&timeout=1"))
+                assert _read_answer(sock)[0] == 408
+        app = served.app
+        machine = app.machines["m1"]
+        callbacks = served.driver.call(lambda: len(machine.next_change().callbacks or ()))
+        assert callbacks <= 1
+        assert app.waits == ()
+    finally:
+        served.close(finish=False)

@@ -8,9 +8,11 @@ object on stdout and the start-up lines go to stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import re
+import resource
 import shlex
 import sys
 import threading
@@ -78,6 +80,18 @@ def _printed(what: str, write: Callable[[], None]) -> None:
         raise BadInput(f"{what}: cannot be written ({error.strerror or error})") from None
 
 
+def _more_descriptors() -> None:
+    """The soft descriptor limit raised to the hard one (at most 65,536): a connection each.
+
+    The server's caps on connections and held waits follow it (``process_limits``).
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 65_536 if hard == resource.RLIM_INFINITY else min(hard, 65_536)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
 def _print_lines(out: Any, lines: list[str]) -> None:
     out.write("".join(line + "\n" for line in lines))
     out.flush()
@@ -132,6 +146,7 @@ def serve_command(args: argparse.Namespace) -> int:
     out = sys.stderr if args.json else sys.stdout
     if out is None or sys.stdout is None:
         raise BadInput("stdout: is closed; the base URL, the report and --json go there")
+    _more_descriptors()
     try:
         session = open_session(scenario, seed, speed=args.speed, token=args.token,
                                port=args.port, horizon_s=args.horizon_s)

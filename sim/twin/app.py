@@ -15,7 +15,7 @@ Statuses and bodies follow Fly's (sources in ``tests/data/fly/openapi/SOURCE.md`
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,9 +48,12 @@ DEFAULT_LEASE_TTL_S = 30
 MAX_LEASE_TTL_S = 86_400
 #: Not public: assumed. Fly's owner is the token's user (an e-mail address).
 LEASE_OWNER = "user@testbed.local"
-#: Machine snapshots kept in looks (a look holds one per machine): past it a look is
-#: counted, not kept, so memory is bounded however many reads a client makes.
-MAX_LOOK_MACHINES = 200_000
+#: Looks kept, and machine snapshots kept in them (a look holds one per machine): past
+#: either a look is counted, not kept, so memory is bounded however many reads a client
+#: makes (about 0.4 KB a look and 0.15 KB a snapshot: at most about 25 MB). A deploy step
+#: that polls every second for the 600 s of a scenario takes 600.
+MAX_LOOKS = 20_000
+MAX_LOOK_MACHINES = 100_000
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 Answer = tuple[int, Any]
@@ -157,9 +160,15 @@ class ServedApp:
         self._look_versions: list[tuple[_Version, ...]] = []
         self._look_machines = 0
         self.looks_not_kept = 0
-        #: Waits not answered yet (answered ones are dropped as new ones come).
-        self.waits: list[WaitStarted] = []
-        self._prune_waits_at = 64
+        self._pre_deploy_of: dict[str, str] | None = None
+        self._pre_deploy_view: dict[str, str] | None = None
+        #: Waits not answered yet, by a running number (each leaves as it is answered).
+        self._waits: dict[int, WaitStarted] = {}
+        self._wait_numbers = 0
+        #: Each machine's held waits (their checks, by number), and the machines whose next
+        #: change one callback already watches for them.
+        self._held: dict[str, dict[int, Callable[[], None]]] = {}
+        self._watched: set[str] = set()
         worlds.start_previous(self.world)
         if testbed_publishes:
             self.env.process(self._testbed_publish())
@@ -251,15 +260,17 @@ class ServedApp:
         needs every machine in every look (one missing from a look is lost to it).
         """
         machines = self.world.machines
-        if self._look_machines + len(machines) > MAX_LOOK_MACHINES:
+        if len(self.recorded) >= MAX_LOOKS or self._look_machines + len(machines) > MAX_LOOK_MACHINES:
             self.looks_not_kept += 1
             return
         self._look_machines += len(machines)
         at_ms = self.now_ms()
         # The same look as the simulator's checks get it (``sim.twin.step`` makes a row of it).
+        if self._pre_deploy_of is not self.pre_deploy:
+            # One copy shared by every look after the release's first update (it is set once).
+            self._pre_deploy_of, self._pre_deploy_view = self.pre_deploy, dict(self.pre_deploy) or None
         self.recorded.append(RecordedLook(
-            checks.Look(at_ms, tuple(m.snapshot(at_ms) for m in machines),
-                        dict(self.pre_deploy) or None),
+            checks.Look(at_ms, tuple(m.snapshot(at_ms) for m in machines), self._pre_deploy_view),
             tuple(m.log.dropped for m in machines)))
         self._look_versions.append(tuple(self.versions[m.id] for m in machines))
 
@@ -409,12 +420,17 @@ class ServedApp:
         if found is not None:
             return self._waited(machine, found[1])
         pending = WaitStarted(machine, wanted)
-        if len(self.waits) >= self._prune_waits_at:
-            self.waits = [w for w in self.waits if not w.future.done()]
-            self._prune_waits_at = max(64, 2 * len(self.waits))
-        self.waits.append(pending)
-        self.env.process(self._hold_wait(pending, timeout_s, version, since_ms))
+        self._wait_numbers += 1
+        number = self._wait_numbers
+        self._waits[number] = pending
+        pending.future.add_done_callback(lambda _done: self._let_go(machine.id, number))
+        self._hold_wait(pending, timeout_s, version, since_ms)
         return pending
+
+    @property
+    def waits(self) -> tuple[WaitStarted, ...]:
+        """The waits held now, oldest first."""
+        return tuple(self._waits.values())
 
     def _entered(
         self, machine: Machine, wanted: tuple[str, ...], since_ms: int, version: str | None
@@ -430,25 +446,52 @@ class ServedApp:
 
     def _hold_wait(
         self, pending: WaitStarted, timeout_s: int, version: str | None, since_ms: int
-    ) -> Generator[simpy.Event, Any, None]:
-        machine, env = pending.machine, self.env
-        deadline = env.timeout(timeout_s)
-        while not pending.future.done():
-            change = machine.next_change()
-            yield change | deadline
-            if pending.future.done():
-                # Answered while this waited: the driver's close (408 to every held wait),
-                # then ``finish`` resumed this at the next change. Set once, not twice.
+    ) -> None:
+        """Answer ``pending`` at the first change that enters a wanted state, or at its deadline.
+
+        Callbacks, not a process per wait: one on the deadline, and the machine's one
+        watcher (``_changed``) over all its held waits; an answered wait leaves at once, so
+        waits on a machine that never changes cost nothing once answered. Each check first
+        looks whether the wait has been answered (the driver's close answers every held
+        wait 408, then ``finish`` runs the world on): set once, never twice.
+        """
+        machine, future = pending.machine, pending.future
+
+        def check(at_deadline: bool = False) -> None:
+            if future.done():
                 return
-            # Resumed after every change of this instant (an update's stop and start): the
+            # Run after every change of this instant (an update's stop and start): the
             # snapshot shows them all, and reached_at takes the earliest.
             found = self._entered(machine, pending.wanted, since_ms, version)
             if found is not None:
-                pending.future.set_result(self._waited(machine, found[1]))
-            elif deadline.processed:
-                # ``processed``, not ``triggered``: SimPy triggers a Timeout when it is made,
-                # so ``triggered`` answered 408 at the first change that was not wanted.
-                pending.future.set_result(self.timed_out(pending))
+                future.set_result(self._waited(machine, found[1]))
+            elif at_deadline:
+                # At the deadline itself: SimPy triggers a Timeout when it is made, so a
+                # test of ``triggered`` answered 408 at the first change that was not wanted.
+                future.set_result(self.timed_out(pending))
+
+        self.env.timeout(timeout_s).callbacks.append(lambda _event: check(at_deadline=True))
+        self._held.setdefault(machine.id, {})[self._wait_numbers] = check
+        self._watch(machine)
+
+    def _watch(self, machine: Machine) -> None:
+        if machine.id not in self._watched:
+            self._watched.add(machine.id)
+            machine.next_change().callbacks.append(lambda _event: self._changed(machine))
+
+    def _changed(self, machine: Machine) -> None:
+        """The machine changed: each of its held waits looks (in the order they came)."""
+        self._watched.discard(machine.id)
+        for check in list(self._held.get(machine.id, {}).values()):
+            check()
+        if self._held.get(machine.id):
+            self._watch(machine)
+
+    def _let_go(self, machine_id: str, number: int) -> None:
+        self._waits.pop(number, None)
+        held = self._held.get(machine_id)
+        if held is not None:
+            held.pop(number, None)
 
     def timed_out(self, pending: WaitStarted) -> Answer:
         """A wait's 408, in the words of Fly's (superfly/flyctl#1760)."""

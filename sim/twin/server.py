@@ -21,6 +21,7 @@ import hmac
 import itertools
 import json
 import re
+import resource
 import socket
 import threading
 from collections.abc import Callable
@@ -34,7 +35,7 @@ from platform_testbed.sim.twin import http1
 from platform_testbed.sim.twin.app import Answer, ApiError, WaitStarted
 from platform_testbed.sim.twin.clock import Driver
 
-__all__ = ["HOST", "NONCE_HEADER", "Limits", "Request", "TwinServer"]
+__all__ = ["HOST", "NONCE_HEADER", "Limits", "Request", "TwinServer", "process_limits"]
 
 #: The only address served: the world is for the machine's own user.
 HOST = "127.0.0.1"
@@ -46,15 +47,20 @@ _ROUTE = re.compile(r"/v1/apps/([^/]+)(?:/machines(?:/([^/]+)(?:/([a-z]+))?)?)?/
 _DIGITS = re.compile(r"-?[0-9]{1,12}")  # ASCII only: ``int()`` also takes ``١٢`` and ``1_0``
 
 
+#: Not public: assumed (the twin's own bounds, not Fly's).
+MAX_CONNECTIONS = 8_192
+MAX_HELD_WAITS = 8_000
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """What the server holds at most, and how long it waits for a client (wall seconds)."""
 
     #: Connections open at once; the next is answered 503 and closed. Within the
     #: descriptors a process gets (``ulimit -n``), less a margin for files and the world.
-    connections: int = 8_192
+    connections: int = MAX_CONNECTIONS
     #: ``/wait`` requests held at once; the next is answered 429 (``Retry-After``).
-    held_waits: int = 8_000
+    held_waits: int = MAX_HELD_WAITS
     #: The listen backlog: 64 clients connecting at once are all queued (was 5).
     backlog: int = 1_024
     #: A connection that sends no complete request head for this long is closed.
@@ -69,7 +75,15 @@ class Limits:
     requests_kept: int = 10_000
     #: At shutdown, how long answers to held waits may take to go out before every
     #: connection is cut.
-    grace_s: float = 2.0
+    grace_s: float = 1.0
+
+
+def process_limits() -> Limits:
+    """``Limits`` within this process's descriptors (``ulimit -n``), a margin kept for files."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    room = MAX_CONNECTIONS if soft == resource.RLIM_INFINITY else max(16, soft - 128)
+    connections = min(MAX_CONNECTIONS, room)
+    return Limits(connections=connections, held_waits=min(MAX_HELD_WAITS, connections))
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +119,8 @@ class _ClientGone(Exception):
 
 #: The status logged for a request whose client went away before its answer (nginx's 499).
 CLIENT_GONE = 499
-#: How often a held wait looks whether its client is still there (wall s).
+#: How often the held requests' clients are looked at, all in one pass (wall s): a client
+#: that went away frees its place within this.
 _GONE_POLL_S = 0.5
 
 
@@ -165,7 +180,7 @@ class TwinServer:
     def __init__(self, driver: Driver, token: str, port: int = 0, limits: Limits | None = None) -> None:
         self.driver = driver
         self.token = token
-        self.limits = limits or Limits()
+        self.limits = limits or process_limits()
         #: The first ``limits.requests_kept`` requests; ``requests_seen`` counts them all.
         self.requests: list[Request] = []
         self.requests_seen = 0
@@ -180,6 +195,8 @@ class TwinServer:
         #: shutdown) or in one (answered first).
         self._connections: dict[asyncio.Task[None], bool] = {}
         self.held = 0
+        #: Each held request's "client gone" future and the test that sets it (``_sweep``).
+        self._held: dict[asyncio.Future[None], Callable[[], bool]] = {}
         self._stop: asyncio.Event | None = None
         self._shutdown: asyncio.Future[None] | None = None
 
@@ -234,7 +251,9 @@ class TwinServer:
         server = await asyncio.start_server(self._connection, sock=self._sock,
                                             limit=http1.MAX_HEAD_BYTES)
         self._ready.set()
+        sweeper = asyncio.create_task(self._sweep())
         await self._stop.wait()
+        sweeper.cancel()
         server.close()
         self._shutdown.set_result(None)
         for task, idle in list(self._connections.items()):
@@ -247,6 +266,18 @@ class TwinServer:
                 task.cancel()
             if left:
                 await asyncio.wait(left, timeout=1.0)
+
+    async def _sweep(self) -> None:
+        """Find the held requests whose clients have gone, in one pass every ``_GONE_POLL_S``.
+
+        One timer for them all: a poll per held request was 10,000 wake-ups a second at
+        5,000 held waits. A reset shows as a closing transport, a close as the end of input.
+        """
+        while True:
+            await asyncio.sleep(_GONE_POLL_S)
+            for gone_future, gone in list(self._held.items()):
+                if not gone_future.done() and gone():
+                    gone_future.set_result(None)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -415,12 +446,19 @@ class TwinServer:
 
         future.add_done_callback(hand_over)
         assert self._shutdown is not None
-        end = loop.time() + timeout_s
-        while not (mine.done() or self._shutdown.done()) and (left := end - loop.time()) > 0:
-            await asyncio.wait([mine, self._shutdown], return_when=asyncio.FIRST_COMPLETED,
-                               timeout=left if gone is None else min(left, _GONE_POLL_S))
-            if gone is not None and not mine.done() and gone():
-                raise _ClientGone
+        waits: list[asyncio.Future[Any]] = [mine, self._shutdown]
+        gone_future: asyncio.Future[None] | None = None
+        if gone is not None:
+            gone_future = loop.create_future()
+            self._held[gone_future] = gone
+            waits.append(gone_future)
+        try:
+            await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if gone_future is not None:
+                del self._held[gone_future]
+        if gone_future is not None and gone_future.done() and not future.done():
+            raise _ClientGone
         if not future.done():
             if self._shutdown.done():
                 raise _ShuttingDown
