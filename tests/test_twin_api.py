@@ -52,6 +52,11 @@ class Client:
         return status, json.loads(raw)
 
 
+    def get_app(self) -> tuple[int, Any]:
+        """``GET /v1/apps/{app}``, validated as every other call."""
+        return self("GET", "", None)
+
+
 def conform(method: str, path: str, body: Any, status: int, raw: bytes, *,
             headers: dict[str, str]) -> None:
     """Raise unless the response is one Fly's description allows for this request."""

@@ -94,7 +94,7 @@ class Look:
     @property
     def machines(self) -> tuple[dict[str, Any], ...]:
         """Each machine as it was served at the read."""
-        return tuple(render(s, v, self.created_ms)
+        return tuple(render(s, v, self.created_ms, served=False)
                      for s, v in zip(self.recorded.look.machines, self.versions, strict=True))
 
 
@@ -121,10 +121,54 @@ def _ulid(ms: int, key: str) -> str:
     return "".join(_CROCKFORD[(value >> (5 * i)) & 31] for i in reversed(range(26)))
 
 
-def render(snapshot: checks.MachineSnapshot, version: _Version, created_ms: int) -> dict[str, Any]:
-    """A machine snapshot as ``GET /v1/apps/{app}/machines/{id}`` returns it."""
-    return machine_to_fly(snapshot, instance_id=version.instance_id, region=REGION,
-                          created_at_ms=created_ms, updated_at_ms=version.updated_ms)
+def render(
+    snapshot: checks.MachineSnapshot, version: _Version, created_ms: int, *, served: bool = True
+) -> dict[str, Any]:
+    """A machine snapshot as ``GET /v1/apps/{app}/machines/{id}`` returns it.
+
+    ``checks.flyapi.machine_to_fly`` plus what real clients read: ``image_ref.digest``
+    (superfly/docs' update response, fly-go ``MachineImageRef``, the
+    ``docs-list-two-started.json`` fixture; fly-python-sdk's model requires it) and an
+    ``id`` on each event (OpenAPI ``MachineEvent.id``; ``event_ids``). ``served`` False
+    (a recording's look) leaves the digest out: a replay reads ``image_ref`` back into the
+    image, which must stay the reference the scenario names.
+    """
+    fly = machine_to_fly(snapshot, instance_id=version.instance_id, region=REGION,
+                         created_at_ms=created_ms, updated_at_ms=version.updated_ms)
+    ref = fly.get("image_ref")
+    if served and ref is not None and "digest" not in ref:
+        ref["digest"] = image_digest(snapshot.image)
+    for event, event_id in zip(fly["events"], event_ids(snapshot), strict=True):
+        event["id"] = event_id
+    return fly
+
+
+def image_digest(image: str) -> str:
+    """Not public: assumed. A digest for an image the testbed names but never built: the
+    sha256 of its reference, so each release has its own and a client can roll back by it."""
+    return "sha256:" + hashlib.sha256(image.encode()).hexdigest()
+
+
+def event_ids(snapshot: checks.MachineSnapshot) -> list[str]:
+    """Each visible event's id, newest first: a ULID of its timestamp (ids sort as time does,
+    as Fly's ULIDs do) and of the event itself, the same at every read."""
+    seen: dict[tuple[int, str, str], int] = {}
+    ids = []
+    for event in reversed(snapshot.events):  # oldest first: a repeat's count is stable
+        key = (event.timestamp, event.type, event.status)
+        seen[key] = seen.get(key, -1) + 1
+        ids.append(_ulid(event.timestamp, f"{snapshot.id}:{key}:{seen[key]}"))
+    return ids[::-1]
+
+
+def ulid_ms(text: str) -> int | None:
+    """The millisecond time a 26-character ULID holds (its first 10 characters), or None."""
+    if len(text) != 26 or any(c not in _CROCKFORD for c in text.upper()):
+        return None
+    value = 0
+    for char in text.upper()[:10]:
+        value = value * 32 + _CROCKFORD.index(char)
+    return value
 
 
 class ServedApp:
@@ -211,8 +255,12 @@ class ServedApp:
     # -- rendering ------------------------------------------------------------------------
 
     def render(self, machine: Machine) -> dict[str, Any]:
-        """The machine as ``GET /v1/apps/{app}/machines/{id}`` returns it."""
-        return render(machine.snapshot(), self.versions[machine.id], self.created_ms)
+        """The machine as ``GET /v1/apps/{app}/machines/{id}`` returns it (``nonce``: its lease's)."""
+        fly = render(machine.snapshot(), self.versions[machine.id], self.created_ms)
+        lease = self._lease(machine)
+        if lease is not None:
+            fly["nonce"] = lease.nonce  # OpenAPI Machine.nonce
+        return fly
 
     @property
     def looks(self) -> list[Look]:
@@ -240,12 +288,35 @@ class ServedApp:
                      "machine_count": sum(m.state != "destroyed" for m in self.world.machines),
                      "volume_count": 0}
 
-    def list(self, app: str, states: Sequence[str] = ()) -> Answer:
-        """``GET /apps/{app}/machines``: every machine (``state=``: those in these states)."""
+    def list(
+        self, app: str, states: Sequence[str] = (), *, region: str | None = None, summary: bool = False
+    ) -> Answer:
+        """``GET /apps/{app}/machines``: every machine (``state=``: those in these states).
+
+        OpenAPI ``Machines_list``: ``region`` filters by region (every machine is in
+        ``REGION``); ``summary`` "omit config, checks, events, host_status, nonce".
+        """
         if app != self.app:
             raise ApiError(404, "app not found")
         self._look()
-        return 200, [self.render(m) for m in self.world.machines if not states or m.state in states]
+        if region is not None and region != REGION:
+            return 200, []
+        shown = [self.render(m) for m in self.world.machines if not states or m.state in states]
+        if summary:
+            for machine in shown:
+                for name in ("config", "checks", "events", "host_status", "nonce"):
+                    machine.pop(name, None)
+        return 200, shown
+
+    def events(self, app: str, machine_id: str, limit: int | None) -> Answer:
+        """``GET /apps/{app}/machines/{id}/events``: its events, newest first (OpenAPI
+        ``Machines_list_events``: ``limit`` "max of 50", 20 when omitted)."""
+        machine = self._machine(app, machine_id)
+        if limit is not None and limit < 1:
+            raise ApiError(400, "invalid limit: at least 1")
+        self._look()
+        events = self.render(machine)["events"]
+        return 200, events[: min(limit or 20, 50)]
 
     def get(self, app: str, machine_id: str) -> Answer:
         """``GET /apps/{app}/machines/{id}``: one machine."""
@@ -302,16 +373,30 @@ class ServedApp:
         skip = body.get("skip_launch")
         if skip is not None and not isinstance(skip, bool):
             raise ApiError(400, "invalid request: skip_launch must be a boolean")
+        lease_ttl = body.get("lease_ttl")
+        if lease_ttl is not None and (isinstance(lease_ttl, bool) or not isinstance(lease_ttl, int)
+                                      or not 1 <= lease_ttl <= MAX_LEASE_TTL_S):
+            raise ApiError(400, f"invalid request: lease_ttl must be 1 to {MAX_LEASE_TTL_S} seconds")
         self._put_image(machine, target, start=not skip)
         # A client's update is a roll too: one that leaves the machine stopped (skip_launch,
         # as flyctl updates a stopped machine) leaves it to fly-proxy's autostart.
         worlds.after_roll(self.world)
+        if lease_ttl is not None:
+            # UpdateMachineRequest.lease_ttl: the update takes (or refreshes) the lease and
+            # the answer carries its nonce (flyctl's updateMachineByReplace reads it).
+            self.acquire_lease(app, machine_id, lease_ttl, "", nonce)
         return 200, self.render(machine)
 
     def _image(self, ref: str) -> Image:
         world = self.world
+        name, _, digest = ref.partition("@")
         for image in (world.release, world.previous):
-            if image is not None and image.ref == ref:
+            if image is None:
+                continue
+            # By its reference, or by the digest the API served for it (``image_digest``):
+            # ``repo:tag@sha256:...`` or ``repo@sha256:...``, as a rollback by digest sends.
+            if ref == image.ref or (digest and digest == image_digest(image.ref)
+                                    and name in (image.ref, image.ref.rpartition(":")[0])):
                 return image
         raise ApiError(400, f'failed to update machine: could not find image "{ref}"')
 
@@ -400,7 +485,8 @@ class ServedApp:
     # -- wait -------------------------------------------------------------------------------
 
     def wait(
-        self, app: str, machine_id: str, states: Sequence[str], timeout_s: int, version: str | None
+        self, app: str, machine_id: str, states: Sequence[str], timeout_s: int, version: str | None,
+        *, from_event_id: str | None = None,
     ) -> Answer | WaitStarted:
         """``GET .../wait``: answer now if the machine is in a wanted state, else hold the request.
 
@@ -408,23 +494,29 @@ class ServedApp:
         answer comes at the first moment ``reached_at`` finds a wanted state entered since
         the request (checked at each of the machine's changes, ``next_change``), or 408
         with Fly's body once ``timeout_s`` (clamped by the caller) has passed on the
-        platform clock. With ``version`` (``instance_id``), only that version counts.
+        platform clock. With ``version`` (``instance_id``), only that version counts. With
+        ``from_event_id`` (OpenAPI ``Machines_wait``: "Machine event ID to start waiting
+        after"), only an event newer than that one counts, before the request or not, and
+        not the state the machine is in; the answer's ``event_id`` names the event that
+        entered the state (``WaitMachineResponse``).
         """
         machine = self._machine(app, machine_id)
         refused = flywait.refusal(states, version)
         if refused is not None:
             raise ApiError(400, refused)
+        if from_event_id is not None and ulid_ms(from_event_id) is None:
+            raise ApiError(400, "invalid from_event_id: a 26-character event id (ULID)")
         wanted = flywait.wanted_states(states)
         since_ms = self.now_ms()
-        found = self._entered(machine, wanted, since_ms, version)
+        found = self._entered(machine, wanted, since_ms, version, from_event_id)
         if found is not None:
-            return self._waited(machine, found[1])
+            return self._waited(machine, found)
         pending = WaitStarted(machine, wanted)
         self._wait_numbers += 1
         number = self._wait_numbers
         self._waits[number] = pending
         pending.future.add_done_callback(lambda _done: self._let_go(machine.id, number))
-        self._hold_wait(pending, timeout_s, version, since_ms)
+        self._hold_wait(pending, timeout_s, version, since_ms, from_event_id)
         return pending
 
     @property
@@ -433,19 +525,43 @@ class ServedApp:
         return tuple(self._waits.values())
 
     def _entered(
-        self, machine: Machine, wanted: tuple[str, ...], since_ms: int, version: str | None
-    ) -> tuple[int, str] | None:
-        """When and in which wanted state the machine's version counts as entered, if it has."""
+        self, machine: Machine, wanted: tuple[str, ...], since_ms: int, version: str | None,
+        after_event: str | None = None,
+    ) -> tuple[str, str | None] | None:
+        """The wanted state the machine's version counts as entered and the event that entered
+        it (None: it is in it with no visible event saying so), if it has."""
         if not flywait.version_matches(version, self.versions[machine.id].instance_id):
             return None
-        return flywait.reached_at(machine.snapshot(), wanted, since_ms)
+        snapshot = machine.snapshot()
+        ids = event_ids(snapshot)
+        if after_event is not None:
+            # Only what came after that event: not the state the machine is in (``""``).
+            after = ids.index(after_event) if after_event in ids else None
+            if after is None:
+                moment = ulid_ms(after_event) or 0
+                after = sum(1 for e in snapshot.events if e.timestamp > moment)
+            snapshot = snapshot._replace(state="", events=snapshot.events[:after])
+            ids, since_ms = ids[:after], 0
+        found = flywait.reached_at(snapshot, wanted, since_ms)
+        if found is None:
+            return None
+        at_ms, state = found
+        # The earliest event at that moment that enters the state (newest first: the last).
+        entered = [i for e, i in zip(snapshot.events, ids, strict=True) if e.timestamp == at_ms
+                   and flywait.enters(e.type, e.status, e.requested_stop, wanted)]
+        return state, entered[-1] if entered else (ids[0] if ids else None)
 
-    def _waited(self, machine: Machine, state: str) -> Answer:
+    def _waited(self, machine: Machine, found: tuple[str, str | None]) -> Answer:
         self._look()  # the client learns the machine's state: a look, as a poll's read is
-        return 200, {"ok": True, "state": state, "version": self.versions[machine.id].instance_id}
+        state, event_id = found
+        answer = {"ok": True, "state": state, "version": self.versions[machine.id].instance_id}
+        if event_id is not None:
+            answer["event_id"] = event_id
+        return 200, answer
 
     def _hold_wait(
-        self, pending: WaitStarted, timeout_s: int, version: str | None, since_ms: int
+        self, pending: WaitStarted, timeout_s: int, version: str | None, since_ms: int,
+        after_event: str | None,
     ) -> None:
         """Answer ``pending`` at the first change that enters a wanted state, or at its deadline.
 
@@ -462,9 +578,9 @@ class ServedApp:
                 return
             # Run after every change of this instant (an update's stop and start): the
             # snapshot shows them all, and reached_at takes the earliest.
-            found = self._entered(machine, pending.wanted, since_ms, version)
+            found = self._entered(machine, pending.wanted, since_ms, version, after_event)
             if found is not None:
-                future.set_result(self._waited(machine, found[1]))
+                future.set_result(self._waited(machine, found))
             elif at_deadline:
                 # At the deadline itself: SimPy triggers a Timeout when it is made, so a
                 # test of ``triggered`` answered 408 at the first change that was not wanted.

@@ -487,7 +487,9 @@ class TwinServer:
             if method != "GET":
                 return None
             states = [s for v in query.get("state", []) for s in v.split(",") if s]
-            return lambda: served.list(app, states)
+            region = _one(query, "region") or None
+            summary = (_one(query, "summary") or "").lower() in ("true", "1")
+            return lambda: served.list(app, states, region=region, summary=summary)
         if req.action is None:
             if method == "GET":
                 return lambda: served.get(app, machine_id)
@@ -500,12 +502,16 @@ class TwinServer:
             states = [s for v in query.get("state", []) for s in v.split(",") if s]
             timeout = self._wait_timeout(query)
             version = _one(query, "version") or _one(query, "instance_id") or None  # "": none
-            return lambda: served.wait(app, machine_id, states, timeout, version)
+            after = _one(query, "from_event_id") or None
+            return lambda: served.wait(app, machine_id, states, timeout, version, from_event_id=after)
         if method == "POST" and req.action in ("start", "stop", "restart"):
             operation = getattr(served, req.action)
             return lambda: operation(app, machine_id, req.nonce)
         if req.action == "lease":
             return self._lease_route(req, machine_id)
+        if req.action == "events" and method == "GET":
+            limit = _integer(query, "limit")
+            return lambda: served.events(app, machine_id, limit)
         return None
 
     def _lease_route(self, req: _Incoming, machine_id: str) -> Callable[[], Any] | None:
