@@ -26,8 +26,10 @@ from platform_testbed.sim.cli.hunt import add_hunt_parser
 from platform_testbed.sim.cli.parsers import add_lint_timing_parser, add_rollout_parser, add_sweep_parser
 from platform_testbed.sim.cli.pool import add_pool_options
 from platform_testbed.sim.config.settings import BadInput, check_environment
+from platform_testbed.sim.runtime.outputs import command_output
 from platform_testbed.sim.runtime.signals import HungUp, Terminated, exit_on_signals, restore_signals
 from platform_testbed.sim.show import junit
+from platform_testbed.sim.show.table import settle_columns
 from platform_testbed.sim.show.text import printable_streams
 
 EXIT_BAD_INPUT = 2
@@ -245,12 +247,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Handlers first: a signal while the parser is built ends the command as one mid-run.
     previous = exit_on_signals()
     printable_streams()  # an ASCII-only terminal gets escapes, not a UnicodeEncodeError
+    settle_columns()  # a bad COLUMNS is ignored, as terminals do: rich would raise on "²"
     try:
         parser = build_parser()
         completion.hook(parser)  # a shell asking for completions gets them here, and no more
         args = parser.parse_args(argv)
-        check_environment()  # every TESTBED_* limit and COLUMNS by its rule, before any work
-        code: int = args.handler(args)
+        check_environment()  # every TESTBED_* limit by its rule, before any work
+        with command_output():  # stdout and file writes that fail: one line, exit 2
+            code: int = args.handler(args)
     except KeyboardInterrupt:
         print("testbed: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -289,22 +289,10 @@ _WHOLE_ENV = {
 #: The floats: the crash-period floor (at most a minute: a floor above that refuses the
 #: shipped worlds) and a user check's per-look timeout (at most a day).
 _NUMBER_ENV = {"TESTBED_MIN_PERIOD_S": 60.0, CHECK_TIMEOUT_ENV: MAX_CHECK_TIMEOUT_S}
-#: The widest COLUMNS a table is drawn at: wider is a mistake, not a terminal.
-MAX_COLUMNS = 10_000
-
-
-def columns_env() -> int | None:
-    """COLUMNS as a width, or None if unset: a whole number from 1 to MAX_COLUMNS."""
-    text = os.environ.get("COLUMNS", "").strip()
-    if not text:
-        return None
-    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_COLUMNS):
-        raise BadInput(f"COLUMNS: must be a whole number from 1 to {MAX_COLUMNS:,} (got {text!r})")
-    return int(text)
-
-
 def check_environment() -> None:
-    """Every TESTBED_* limit, COLUMNS and SOURCE_DATE_EPOCH by its rule, before any work.
+    """Every TESTBED_* limit and SOURCE_DATE_EPOCH by its rule, before any work.
+
+    (Not COLUMNS: a bad one is ignored, as terminals and libraries do; ``sim.show.table``.)
 
     BadInput for the first bad one.
     """
@@ -312,7 +300,6 @@ def check_environment() -> None:
         env_limit(name, default)
     for name, most in _NUMBER_ENV.items():
         env_number(name, 1.0, most)
-    columns_env()
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     if epoch and not (epoch.isascii() and epoch.isdigit() and int(epoch) <= ENV_CEILING):
         # matplotlib reads it with int() when a figure is saved: a ValueError traceback.
