@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,17 @@ def test_a_token_a_header_cannot_carry_is_exit_2(capsys: pytest.CaptureFixture[s
     err = capsys.readouterr().err
     assert err.startswith("testbed: --token: must be 1 to 4096 visible ASCII")
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("redirect", [">/dev/full", ">&-"])
+def test_stdout_full_or_closed_is_one_line_and_exit_2(redirect: str) -> None:
+    """stdout on /dev/full or closed: one line on stderr, exit 2, no traceback, no serve left."""
+    root = Path(__file__).resolve().parents[1]
+    command = (f"{sys.executable} -m platform_testbed.sim serve healthy-release --speed 1000 "
+               f"--token tok {redirect}")
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "stdout" in done.stderr
+    assert "Traceback" not in done.stderr

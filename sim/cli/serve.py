@@ -16,13 +16,13 @@ import resource
 import shlex
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from platform_testbed.sim.config.scenario import BadInput, load
 from platform_testbed.sim.config.settings import first_seed
-from platform_testbed.sim.runtime.outputs import check_output, write_atomic
+from platform_testbed.sim.runtime.outputs import check_output, emit, write_atomic, writing
 from platform_testbed.sim.runtime.signals import ending_on_signals
 from platform_testbed.sim.show.text import printable
 from platform_testbed.sim.twin.session import open_session
@@ -70,16 +70,6 @@ def _ansi_c(char: str) -> str:
     return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-def _printed(what: str, write: Callable[[], None]) -> None:
-    """``write``; an output that cannot be written (a full disk, a closed pipe) is one line."""
-    try:
-        write()
-    except BrokenPipeError:
-        raise
-    except OSError as error:
-        raise BadInput(f"{what}: cannot be written ({error.strerror or error})") from None
-
-
 def _more_descriptors() -> None:
     """The soft descriptor limit raised to the hard one (at most 65,536): a connection each.
 
@@ -90,11 +80,6 @@ def _more_descriptors() -> None:
     if soft != resource.RLIM_INFINITY and soft < wanted:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-
-
-def _print_lines(out: Any, lines: list[str]) -> None:
-    out.write("".join(line + "\n" for line in lines))
-    out.flush()
 
 
 def _exports(environment: Mapping[str, str]) -> list[str]:
@@ -144,7 +129,7 @@ def serve_command(args: argparse.Namespace) -> int:
                        f"(got {horizon_s:g})")
     record = check_output("--record", Path(args.record), args.force) if args.record else None
     out = sys.stderr if args.json else sys.stdout
-    if out is None or sys.stdout is None:
+    if sys.__stdout__ is None or (args.json and sys.__stderr__ is None):
         raise BadInput("stdout: is closed; the base URL, the report and --json go there")
     _more_descriptors()
     try:
@@ -158,21 +143,22 @@ def serve_command(args: argparse.Namespace) -> int:
     # second one does not cut the report short (ending_on_signals).
     with ending_on_signals(stop):
         try:
-            _printed("stderr" if args.json else "stdout", lambda: _print_lines(out, [
+            emit("\n".join([
                 f"serving {printable(scenario.name)} (seed {seed}) on {session.server.url}/v1 "
-                f"at speed {args.speed:g}; Ctrl-C to stop", *_exports(session.environment())]))
+                f"at speed {args.speed:g}; Ctrl-C to stop", *_exports(session.environment())]),
+                stream=out)
             while not (session.driver.ended.wait(0.25) or stop.is_set()):
                 pass
         finally:
             session.close()
         report = session.report()
         if record is not None and (lines := session.recording_lines()):
-            _printed(f"--record {record}", lambda: write_atomic(
-                record, lambda f: f.writelines(line + "\n" for line in lines)))
+            with writing(f"--record {record}"):
+                write_atomic(record, lambda f: f.writelines(line + "\n" for line in lines))
         elif record is not None:
             # An empty file would replace a recording and then fail every replay of it.
             print(f"--record: no request read the machines, so nothing was recorded "
                   f"({record} left as it was)", file=sys.stderr)
         text = json.dumps(report) if args.json else _text(report)
-        _printed("stdout", lambda: _print_lines(sys.stdout, [text]))
+        emit(text)
     return 0
