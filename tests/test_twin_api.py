@@ -48,8 +48,9 @@ class Client:
                 status, raw = response.status, response.read()
         except urllib.error.HTTPError as error:
             status, raw = error.code, error.read()
-        conform(method, f"/v1/apps/{self.app}{path}", body, status, raw, headers=sent)
-        return status, json.loads(raw)
+        if raw:
+            conform(method, f"/v1/apps/{self.app}{path}", body, status, raw, headers=sent)
+        return status, json.loads(raw) if raw else None
 
 
     def get_app(self) -> tuple[int, Any]:

@@ -48,6 +48,10 @@ DEFAULT_LEASE_TTL_S = 30
 MAX_LEASE_TTL_S = 86_400
 #: Not public: assumed. Fly's owner is the token's user (an e-mail address).
 LEASE_OWNER = "user@testbed.local"
+#: Not public: assumed. The testbed's bounds on what a client can make the app hold.
+MAX_MACHINES = 1_000
+MAX_METADATA = 64
+MAX_METADATA_TEXT = 1_024
 #: Looks kept, and machine snapshots kept in them (a look holds one per machine): past
 #: either a look is counted, not kept, so memory is bounded however many reads a client
 #: makes (about 0.4 KB a look and 0.15 KB a snapshot: at most about 25 MB). A deploy step
@@ -191,6 +195,11 @@ class ServedApp:
         epoch = scenario.platform.epoch_ms
         self.created_ms = epoch
         self.versions = {m: _Version(_ulid(epoch, f"{m}:0"), epoch) for m in self.machines}
+        #: Each machine's versions, oldest first: (instance_id, image ref) (``Machines_list_versions``).
+        first = self.world.previous.ref if self.world.previous is not None else ""
+        self._history = {m: [(v.instance_id, first)] for m, v in self.versions.items()}
+        #: Each machine's metadata (``Machines_*_metadata``), bounded (``MAX_METADATA``).
+        self._metadata: dict[str, dict[str, str]] = {}
         self._updates = 0
         self._leases: dict[str, _Lease] = {}
         self._nonces = 0
@@ -238,17 +247,25 @@ class ServedApp:
 
     def _put_image(self, machine: Machine, image: Image, start: bool) -> None:
         """The publish's own step for one machine (sim.publish.world._publish): launch or update."""
-        if image is self.world.release and self.publish_started_ms is None:
-            # What a deploy tool's List shows just before its first update (flyctl's
-            # ``originalMachine``): every machine that exists, in the state it has.
-            self.pre_deploy = {m.id: m.state for m in self.world.machines if m.state != "created"}
+        self._before_release(image)
         if machine.state == "created":
             machine.launch(image)
         else:
             machine.update(image, start=start)
+        self._new_version(machine, image)
+
+    def _before_release(self, image: Image) -> None:
+        if image is self.world.release and self.publish_started_ms is None:
+            # What a deploy tool's List shows just before its first update (flyctl's
+            # ``originalMachine``): every machine that exists, in the state it has.
+            self.pre_deploy = {m.id: m.state for m in self.world.machines if m.state != "created"}
+
+    def _new_version(self, machine: Machine, image: Image) -> None:
         self._updates += 1
         now = self.now_ms()
-        self.versions[machine.id] = _Version(_ulid(now, f"{machine.id}:{self._updates}"), now)
+        version = _Version(_ulid(now, f"{machine.id}:{self._updates}"), now)
+        self.versions[machine.id] = version
+        self._history.setdefault(machine.id, []).append((version.instance_id, image.ref))
         if image is self.world.release and self.publish_started_ms is None:
             self.publish_started_ms = now
 
@@ -289,7 +306,8 @@ class ServedApp:
                      "volume_count": 0}
 
     def list(
-        self, app: str, states: Sequence[str] = (), *, region: str | None = None, summary: bool = False
+        self, app: str, states: Sequence[str] = (), *, region: str | None = None,
+        summary: bool = False, include_deleted: bool = False,
     ) -> Answer:
         """``GET /apps/{app}/machines``: every machine (``state=``: those in these states).
 
@@ -301,7 +319,8 @@ class ServedApp:
         self._look()
         if region is not None and region != REGION:
             return 200, []
-        shown = [self.render(m) for m in self.world.machines if not states or m.state in states]
+        shown = [self.render(m) for m in self.world.machines if (not states or m.state in states)
+                 and (include_deleted or m.state != "destroyed")]
         if summary:
             for machine in shown:
                 for name in ("config", "checks", "events", "host_status", "nonce"):
@@ -427,6 +446,96 @@ class ServedApp:
         if machine.state == "stopped" and machine.image is not None:
             machine.wake()
         return 200, {"ok": True}
+
+    def create(self, app: str, body: Any) -> Answer:
+        """``POST /apps/{app}/machines`` (Machines_create): a new machine on the config's image.
+
+        As ``update``, the image must be the release's or the previous one's; ``skip_launch``
+        leaves it ``created``; ``lease_ttl`` is refused (not served: 400).
+        """
+        if app != self.app:
+            raise ApiError(404, "app not found")
+        if not isinstance(body, dict) or not isinstance(body.get("config"), dict):
+            raise ApiError(400, "invalid request: config is required (the full machine config)")
+        image = body["config"].get("image")
+        if not isinstance(image, str) or not image:
+            raise ApiError(400, "config.image required")
+        if len(self.world.machines) >= MAX_MACHINES:
+            raise ApiError(400, f"too many machines: the testbed's app holds at most {MAX_MACHINES}")
+        target = self._image(image)
+        skip = body.get("skip_launch")
+        if skip is not None and not isinstance(skip, bool):
+            raise ApiError(400, "invalid request: skip_launch must be a boolean")
+        self._before_release(target)
+        machine = worlds.create_machine(self.world, target, start=not skip)
+        self.machines[machine.id] = machine
+        self._new_version(machine, target)
+        return 200, self.render(machine)
+
+    def destroy(self, app: str, machine_id: str, force: bool, nonce: str | None) -> Answer:
+        """``DELETE .../{id}`` (Machines_delete): a stopped machine, or any with ``force``.
+
+        Fly's answer to destroying a running machine without force is not public: assumed
+        412 with the rule.
+        """
+        machine = self._machine(app, machine_id)
+        self._hold(machine, nonce)
+        if machine.state == "destroyed":
+            raise ApiError(404, "not_found: machine not found")
+        if machine.state not in ("stopped", "created", "failed", "suspended") and not force:
+            raise ApiError(412, f"machine {machine.id} is {machine.state}: stop it first, "
+                                "or destroy with force=true")
+        worlds.destroy_machine(self.world, machine)
+        self._leases.pop(machine.id, None)
+        return 200, None  # OpenAPI Machines_delete: 200 with no content
+
+    def cordon(self, app: str, machine_id: str, nonce: str | None, *, on: bool) -> Answer:
+        """``POST .../cordon`` and ``.../uncordon``: mark the machine (not public how fly-proxy
+        weighs it: the testbed keeps the mark only)."""
+        machine = self._machine(app, machine_id)
+        self._hold(machine, nonce)
+        (worlds.cordon if on else worlds.uncordon)(self.world, machine)
+        return 200, None  # OpenAPI Machines_cordon/uncordon: 200 with no content
+
+    def versions_of(self, app: str, machine_id: str) -> Answer:
+        """``GET .../versions`` (Machines_list_versions): newest first, each with its image."""
+        machine = self._machine(app, machine_id)
+        return 200, [{"version": v, "user_config": {"image": ref} if ref else {}}
+                     for v, ref in reversed(self._history.get(machine.id, []))]
+
+    def processes(self, app: str, machine_id: str) -> Answer:
+        """``GET .../ps`` (Machines_list_processes): the app's one process while started, else
+        400. The process's fields are not public: assumed."""
+        machine = self._machine(app, machine_id)
+        if machine.state != "started":
+            raise ApiError(400, f"machine {machine.id} is {machine.state}: no processes")
+        return 200, [{"pid": 1, "command": "app", "cpu": 0, "rss": 0, "rtime": 0, "stime": 0,
+                      "directory": "/", "listen_sockets": []}]
+
+    def metadata(self, app: str, machine_id: str) -> Answer:
+        """``GET .../metadata`` (Machines_show_metadata): the key-value map."""
+        machine = self._machine(app, machine_id)
+        return 200, dict(self._metadata.get(machine.id, {}))
+
+    def set_metadata(self, app: str, machine_id: str, key: str, value: Any) -> Answer:
+        """``POST .../metadata/{key}`` with ``{"value": "..."}``: 204."""
+        machine = self._machine(app, machine_id)
+        if not isinstance(value, str):
+            raise ApiError(400, "invalid request: value must be a string")
+        held = self._metadata.setdefault(machine.id, {})
+        if len(key) > MAX_METADATA_TEXT or len(value) > MAX_METADATA_TEXT or (
+                key not in held and len(held) >= MAX_METADATA):
+            raise ApiError(400, f"metadata: at most {MAX_METADATA} keys of {MAX_METADATA_TEXT} "
+                                "characters (the testbed's bound)")
+        held[key] = value
+        return 204, None
+
+    def delete_metadata(self, app: str, machine_id: str, key: str) -> Answer:
+        """``DELETE .../metadata/{key}``: 204 (404 for a key it does not have)."""
+        machine = self._machine(app, machine_id)
+        if self._metadata.get(machine.id, {}).pop(key, None) is None:
+            raise ApiError(404, "metadata key not found")
+        return 204, None
 
     # -- leases -------------------------------------------------------------------------------
 
@@ -620,7 +729,9 @@ class ServedApp:
     def outcome(self, bad: bool) -> Mapping[str, Any]:
         """How the client left the machines, and that against the ground truth ``bad``."""
         world = self.world
-        images = [m.image.ref if m.image is not None else None for m in world.machines]
+        # The app's machines: those a client destroyed (a blue-green's old ones) are gone.
+        images = [m.image.ref if m.image is not None else None for m in world.machines
+                  if m not in world.destroyed]
         release, previous = world.release.ref, world.previous.ref if world.previous else None
         if self.publish_started_ms is None:
             left, outcome = "never updated to the release", "undecided"

@@ -43,7 +43,10 @@ HOST = "127.0.0.1"
 NONCE_HEADER = "fly-machine-lease-nonce"
 #: Not public: assumed. The id Fly's edge gives each answer (flyctl prints it in errors).
 REQUEST_ID_HEADER = "fly-request-id"
-_ROUTE = re.compile(r"/v1/apps/([^/]+)(?:/machines(?:/([^/]+)(?:/([a-z]+))?)?)?/?")
+_ROUTE = re.compile(r"/v1/apps/([^/]+)(?:/machines(?:/([^/]+)(?:/([a-z]+)(?:/([^/]+))?)?)?)?/?")
+#: Operations Fly's API has that the model has no counterpart for: 501, said so.
+_NOT_MODELLED = {"suspend": "suspending a machine", "signal": "signals to a machine's app",
+                 "exec": "running commands in a machine", "memory": "a machine's memory"}
 _DIGITS = re.compile(r"-?[0-9]{1,12}")  # ASCII only: ``int()`` also takes ``١٢`` and ``1_0``
 
 
@@ -104,6 +107,7 @@ class _Incoming:
     app: str
     machine_id: str | None
     action: str | None
+    key: str | None
     query: dict[str, list[str]]
     body: Any
     nonce: str | None
@@ -142,6 +146,10 @@ def _integer(query: dict[str, list[str]], name: str) -> int | None:
     if not _DIGITS.fullmatch(text):
         raise ApiError(400, f"invalid {name}: {text[:40]!r} is not an integer (ASCII digits, at most 12)")
     return int(text)
+
+
+def _flag(query: dict[str, list[str]], name: str) -> bool:
+    return (_one(query, name) or "").lower() in ("true", "1")
 
 
 def _boolean(body: Any, name: str) -> None:
@@ -335,7 +343,8 @@ class TwinServer:
             await writer.drain()
 
     def _encode(self, status: int, body: Any, method: str, *, close: bool) -> bytes:
-        data = json.dumps(body, separators=(",", ":")).encode()
+        # No body: 204, and the 200s Fly's OpenAPI declares without content (delete, cordon).
+        data = b"" if status == 204 or body is None else json.dumps(body, separators=(",", ":")).encode()
         headers = [("Content-Type", "application/json; charset=utf-8"),
                    (REQUEST_ID_HEADER, f"testbed-{next(self._ids):08d}")]
         if status == 429:
@@ -384,12 +393,12 @@ class TwinServer:
         route = _ROUTE.fullmatch(path)
         if route is None:
             return _fail(404, "not found")
-        app, machine_id, action = (unquote(g) if g else None for g in route.groups())
+        app, machine_id, action, key = (unquote(g) if g else None for g in route.groups())
         assert app is not None
         query = parse_qs(query_text, keep_blank_values=True)
         nonce = head.header(NONCE_HEADER) or None
         body = _json(raw) if raw else None
-        call = self._route(_Incoming(head.method, app, machine_id, action, query, body, nonce),
+        call = self._route(_Incoming(head.method, app, machine_id, action, key, query, body, nonce),
                            machines="/machines" in path)
         if call is None:
             return _fail(405, f"{head.method} {path} is not served by the testbed's Machines API")
@@ -484,19 +493,31 @@ class TwinServer:
         if not machines:
             return (lambda: served.show_app(app)) if method == "GET" else None
         if machine_id is None:
+            if method == "POST":
+                _boolean(req.body, "skip_launch")
+                return lambda: served.create(app, req.body)
             if method != "GET":
                 return None
             states = [s for v in query.get("state", []) for s in v.split(",") if s]
             region = _one(query, "region") or None
-            summary = (_one(query, "summary") or "").lower() in ("true", "1")
-            return lambda: served.list(app, states, region=region, summary=summary)
+            summary, deleted = _flag(query, "summary"), _flag(query, "include_deleted")
+            return lambda: served.list(app, states, region=region, summary=summary,
+                                       include_deleted=deleted)
         if req.action is None:
             if method == "GET":
                 return lambda: served.get(app, machine_id)
             if method == "POST":
                 _boolean(req.body, "skip_launch")
                 return lambda: served.update(app, machine_id, req.body, req.nonce)
+            if method == "DELETE":
+                # OpenAPI: ``force``; fly-go's Destroy sends ``kill``.
+                force = _flag(query, "force") or _flag(query, "kill")
+                return lambda: served.destroy(app, machine_id, force, req.nonce)
             return None
+        if req.key is not None and req.action != "metadata":
+            return None
+        if req.action in _NOT_MODELLED:
+            raise ApiError(501, f"the testbed does not model {_NOT_MODELLED[req.action]}")
         if req.action == "wait" and method == "GET":
             # No state: flywait.wanted_states waits for started; refusal checks each one.
             states = [s for v in query.get("state", []) for s in v.split(",") if s]
@@ -512,6 +533,26 @@ class TwinServer:
         if req.action == "events" and method == "GET":
             limit = _integer(query, "limit")
             return lambda: served.events(app, machine_id, limit)
+        return self._other_route(req, machine_id)
+
+    def _other_route(self, req: _Incoming, machine_id: str) -> Callable[[], Any] | None:
+        served, app, method, action, key = self.driver.app, req.app, req.method, req.action, req.key
+        if method == "POST" and action in ("cordon", "uncordon") and key is None:
+            on = action == "cordon"
+            return lambda: served.cordon(app, machine_id, req.nonce, on=on)
+        if method == "GET" and action == "versions" and key is None:
+            return lambda: served.versions_of(app, machine_id)
+        if method == "GET" and action == "ps" and key is None:
+            return lambda: served.processes(app, machine_id)
+        if action != "metadata":
+            return None
+        if method == "GET" and key is None:
+            return lambda: served.metadata(app, machine_id)
+        if method == "POST" and key is not None:
+            value = req.body.get("value") if isinstance(req.body, dict) else None
+            return lambda: served.set_metadata(app, machine_id, key, value)
+        if method == "DELETE" and key is not None:
+            return lambda: served.delete_metadata(app, machine_id, key)
         return None
 
     def _lease_route(self, req: _Incoming, machine_id: str) -> Callable[[], Any] | None:
