@@ -97,3 +97,26 @@ def test_the_blue_green_and_canary_scripts_are_judged(script: str, scenario: str
     assert done.returncode == 0, done.stderr
     [row] = [r for run in json.loads(done.stdout)["runs"] for r in run["results"]]
     assert row["outcome"] == outcome, row["reason"]
+
+
+def test_a_wait_for_a_version_ignores_another_version(session: Session) -> None:
+    """``/wait?version=V`` counts only V: after an update, a wait for the old version's
+    start is held to its 408, though the new version has started (kills the mutant that
+    ignores ``version``/``instance_id``)."""
+    call = Client(session)
+    old = call("GET", "/machines/m1")[1]["instance_id"]
+    new = call("POST", "/machines/m1", {"config": {"image": RELEASE}})[1]["instance_id"]
+    assert call("GET", f"/machines/m1/wait?state=started&timeout=10&version={new}")[0] == 200
+    assert call("GET", f"/machines/m1/wait?state=started&timeout=1&version={old}")[0] == 408
+    assert call("GET", f"/machines/m1/wait?state=started&timeout=1&instance_id={old}")[0] == 408
+
+
+def test_skip_launch_leaves_a_stopped_machine_stopped(session: Session) -> None:
+    """An update with ``skip_launch`` of a stopped machine gives it the image and leaves it
+    stopped; without it the machine starts (kills the mutant that ignores ``skip_launch``)."""
+    call = Client(session)
+    # superfly/docs' {"ok": true}, where the OpenAPI declares stop's 200 without content.
+    assert call("POST", "/machines/m1/stop", validate=False)[0] == 200
+    skipped = call("POST", "/machines/m1", {"config": {"image": RELEASE}, "skip_launch": True})[1]
+    assert (skipped["state"], skipped["config"]["image"]) == ("stopped", RELEASE)
+    assert call("POST", "/machines/m1", {"config": {"image": PREVIOUS}})[1]["state"] != "stopped"
