@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck notebooks clean mutate bench constraints graph wheel-smoke validate-lb docs docs-build
+.PHONY: demo test lint typecheck notebooks clean mutate bench constraints graph wheel-smoke validate-lb docs docs-build soak
 
 # The venv must run Python 3.11+; one made by another Python (or half made) is named, not
 # silently reused: `make clean` removes it.
@@ -141,6 +141,12 @@ bench: $(STAMP_RUN)
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_compare.py
 	$(BIN)/python benchmarks/bench_vtime.py
+	$(BIN)/python benchmarks/bench_twin.py
+
+# testbed serve under 30 keep-alive clients and 5,000 held waits for a minute, then SIGTERM:
+# RSS flat, every request answered, shutdown within 5 s with no traceback (docs/twin.md).
+soak: $(STAMP_RUN)
+	$(BIN)/python benchmarks/soak_twin.py
 
 # The import graph of checks/ and sim/ with layers, levels and line counts (stdlib only,
 # so no install needed); tests/test_layout.py runs the same rules with --check.

@@ -33,9 +33,9 @@ from platform_testbed.sim.publish.site import DOWN_STATES, Site
 # The result types live in ``sim.publish.runresult``; importable from here as before.
 __all__ = [
     "MachineTrace", "RecordedLook", "RunResult", "Trace", "World", "act", "after_roll", "build",
-    "conclude", "ground_truth", "hook_autostart", "release_crashes", "release_serves", "roll", "run",
-    "run_result", "simulate", "start", "start_previous", "take_look", "update_machines",
-    "watch_first_crash",
+    "conclude", "cordon", "create_machine", "destroy_machine", "ground_truth", "hook_autostart",
+    "release_crashes", "release_serves", "roll", "run", "run_result", "simulate", "start",
+    "start_previous", "take_look", "uncordon", "update_machines", "watch_first_crash",
 ]
 
 
@@ -70,6 +70,13 @@ class World:
     #: tool's List showed then; every look after the publish carries it (``Look.pre_deploy``).
     pre_deploy: dict[str, str] | None = None
     _proxy_rng: random.Random | None = None
+    #: Machines a client of the platform destroyed (``destroy_machine``): gone from the app,
+    #: not down. (The legacy rollback's destroy ends the site instead.)
+    destroyed: list[Machine] = field(default_factory=list)
+    #: Machines a client created (``create_machine``), in order.
+    created: int = 0
+    #: Machines cordoned (``cordon``): not public how fly-proxy weighs them; kept as a mark.
+    cordoned: set[str] = field(default_factory=set)
 
     @property
     def proxy_rng(self) -> random.Random:
@@ -326,9 +333,13 @@ def _reconciler(world: World) -> Generator[Any, Any, None]:
     seen = [len(m.crash_times) for m in world.machines]
     while True:
         yield env.timeout(interval - env.now % interval)
-        crashed = [len(m.crash_times) > n for m, n in zip(world.machines, seen, strict=True)]
+        # A machine a client created since the last pass has crashed if it has at all (zip
+        # stops at the shorter list, so it is counted here); one it destroyed is not the app's.
+        crashed = [len(m.crash_times) > n for m, n in zip(world.machines, seen, strict=False)]
+        crashed += [bool(m.crash_times) for m in world.machines[len(seen):]]
         seen = [len(m.crash_times) for m in world.machines]
-        if any(crashed) or any(m.state in DOWN_STATES for m in world.machines):
+        if any(crashed) or any(m.state in DOWN_STATES and m not in world.destroyed
+                               for m in world.machines):
             world.site.set_live(None)
             world.late_failure_at_s = env.now - world.publish_at_s
             world.settle()
@@ -499,3 +510,46 @@ def run(
         if bad is None:
             bad = world.proved_bad or ground_truth(scenario, seed)
         return run_result(world, check, bad, trace)
+
+
+# -- operations a platform client makes (the twin's Machines API calls them) -----------
+
+
+def create_machine(world: World, image: Image, start: bool = True) -> Machine:
+    """A new machine of the app on ``image`` (Machines_create): launched now, or left
+    ``created`` with the image (``start`` False: ``skip_launch``).
+
+    Its randomness is a stream of its own, seeded from the world's seed and its number, so
+    a client's creates never shift the draws of the machines the scenario has.
+    """
+    world.created += 1
+    number = len(world.machines) + 1
+    first = world.machines[0] if world.machines else None
+    width = max(len(str(world.scenario.release.machines)), len(str(number)))
+    rng = random.Random(f"create:{world.seed}:{world.created}")
+    machine = Machine(world.env, f"m{number:0{width}d}", world.scenario.platform, rng,
+                      serving=world.site, trace=first is not None and first.history is not None,
+                      on_state=first.on_state if first is not None else None)
+    world.machines.append(machine)
+    if start:
+        machine.launch(image)
+    else:
+        machine.image = image
+    return machine
+
+
+def destroy_machine(world: World, machine: Machine) -> None:
+    """Destroy ``machine`` (Machines_delete): it stops if it runs, and is no longer the app's."""
+    machine.destroy()
+    world.destroyed.append(machine)
+    world.cordoned.discard(machine.id)
+
+
+def cordon(world: World, machine: Machine) -> None:
+    """Mark ``machine`` cordoned (Machines_cordon): not public how fly-proxy routes around it."""
+    world.cordoned.add(machine.id)
+
+
+def uncordon(world: World, machine: Machine) -> None:
+    """Lift ``machine``'s cordon (Machines_uncordon)."""
+    world.cordoned.discard(machine.id)

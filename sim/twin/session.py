@@ -54,7 +54,8 @@ class Session:
     def env_lines(self) -> list[str]:
         """What a client exports to reach this world (flyctl reads FLAPS_BASE_URL)."""
         return [
-            f"export FLY_API_HOSTNAME={self.server.url.removeprefix('http://')}",
+            # The API's base URL, as Fly's docs define it (``https://api.machines.dev``).
+            f"export FLY_API_HOSTNAME={self.server.url}",
             f"export FLY_API_TOKEN={self.token}",
             f"export FLY_APP_NAME={self.app.app}",
             f"export FLAPS_BASE_URL={self.server.url}",

@@ -212,7 +212,8 @@ class ProcessStep:
             return None
         if session.app.publish_started_ms is None:
             return f"never updated a machine to the release image (FLY_IMAGE_REF); {verdict.reason}"
-        images = {m.image.ref if m.image is not None else None for m in world.machines}
+        images = {m.image.ref if m.image is not None else None for m in world.machines
+                  if m not in world.destroyed}  # a machine the step destroyed is not the app's
         observed: str | None
         if world.previous is not None and images == {world.previous.ref}:
             observed = "restored"
