@@ -202,11 +202,12 @@ class VirtualDriver(Driver):
     """Steps ``app``'s world on a virtual clock: it stands still while the step computes.
 
     The step's processes read ``shared``'s clock (``sim.vtime``). The loop answers calls at
-    the current instant; when the step is still (``_still``: no request in flight, every
-    task of the tree asleep and off the CPU across two samples, or in a timed wait whose
-    deadline is ahead), it runs the world to the earliest deadline, stopping at the first
-    instant that answers a held wait, and moves the shared clock there. Nothing moves
-    before ``attach`` names the step's root process, nor after the root has exited.
+    the current instant; when the step is still (``_still``: no request in flight, and every
+    task of the tree and of the server asleep and off the CPU across two samples, none of
+    them in a timed wait whose deadline has come), it runs the world to the earliest
+    deadline, stopping at the first instant that answers a held wait, and moves the shared
+    clock there. Nothing moves before ``attach`` names the step's root process, nor after
+    the root has exited.
     """
 
     clock_name = "virtual"
@@ -219,7 +220,6 @@ class VirtualDriver(Driver):
         self.tree: ProcessTree | None = None
         self._now_ns = round(app.env.now * 1e9)
         self._stuck_since: float | None = None
-        self.moves = 0
         shared.move_to(self._now_ns)
 
     def attach(self, root_pid: int) -> None:
@@ -323,7 +323,6 @@ class VirtualDriver(Driver):
                 env.run(until=target_s)
             now_ns = max(self._now_ns, target_ns)
         self._now_ns = now_ns
-        self.moves += 1
         self.shared.move_to(now_ns)
 
 
