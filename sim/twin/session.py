@@ -70,10 +70,12 @@ class Session:
         if self.closed:
             return
         self.closed = True
-        self.server.close()
-        self.driver.stop()
-        if self.shared is not None:
-            self.shared.close()
+        try:
+            self.server.close()
+            self.driver.stop()
+        finally:
+            if self.shared is not None:
+                self.shared.close()  # whatever the server did: no file left in /dev/shm
         if finish:
             self.driver.finish()
 
