@@ -233,3 +233,14 @@ def test_a_step_blocked_on_nothing_timed_meets_the_horizon(tmp_path: Path) -> No
     assert time.monotonic() - start < 30
     assert result.error is not None
     assert "still running at the world's horizon" in result.error
+
+
+def test_the_shared_clock_file_is_removed_after_the_run(tmp_path: Path) -> None:
+    """The file the step's processes read the clock from is gone once the run is over."""
+    named = tmp_path / "named"
+    script = _script(tmp_path, f'echo "$TESTBED_VTIME_SHM" > {named}\n')
+    result, _ = _run((str(script),))
+    assert result.error is None, result.error
+    path = Path(named.read_text().strip())
+    assert path.name.startswith("testbed-vtime-")
+    assert not path.exists()
