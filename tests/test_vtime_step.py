@@ -244,3 +244,16 @@ def test_the_shared_clock_file_is_removed_after_the_run(tmp_path: Path) -> None:
     path = Path(named.read_text().strip())
     assert path.name.startswith("testbed-vtime-")
     assert not path.exists()
+
+
+@pytest.mark.parametrize("client", ["look_twice.py", "look_twice.mjs"])
+def test_python_and_node_clients_run_on_the_world_clock(client: str) -> None:
+    """urllib with time.sleep, and Node's fetch with setTimeout: looks exactly 10 s apart on the
+    platform clock, and the program measures 10 s between them with its own clock."""
+    if client.endswith(".mjs") and shutil.which("node") is None:
+        pytest.skip("no node")
+    result, _ = _run((str(Path(__file__).parent / "data" / "vtime" / client),))
+    assert result.verdict is not None, result.error
+    looks = _looks_ms(result)
+    assert looks == [_publish_ms(), _publish_ms() + 10_000]
+    assert result.verdict.reason.split()[3] in ("10.000", "10")
