@@ -170,3 +170,12 @@ def test_an_error_message_with_a_newline_in_a_path_is_one_line(tmp_path: Path) -
     """What could not be written is named on one line even if the OS says more."""
     failed = OutputFailed(tmp_path / "x", OSError(errno.EIO, "Input/output\nerror"))
     assert "\n" not in str(failed)
+
+
+def test_output_failed_pickles_as_it_was_made() -> None:
+    """A pool's worker hands exceptions back pickled: the same message and what failed."""
+    import pickle  # noqa: PLC0415
+
+    failed = OutputFailed("rows.csv", OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+    again = pickle.loads(pickle.dumps(failed))
+    assert (str(again), again.what) == (str(failed), "rows.csv")

@@ -56,6 +56,11 @@ class OutputFailed(BadInput):
         super().__init__(f"cannot write {_reason(error, what)}")
         #: What could not be written: a path, or ``STDOUT``.
         self.what = what
+        self._error = error
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # As it was made (a pool's worker hands it back pickled), not from its message.
+        return (type(self), (self.what, self._error))
 
 
 def _reason(error: OSError, what: object) -> str:
