@@ -179,3 +179,14 @@ def test_output_failed_pickles_as_it_was_made() -> None:
     failed = OutputFailed("rows.csv", OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
     again = pickle.loads(pickle.dumps(failed))
     assert (str(again), again.what) == (str(failed), "rows.csv")
+
+
+def test_a_streams_file_is_not_blamed_for_the_runs_own_error(tmp_path: Path) -> None:
+    """``replacing`` (compare --details): an OSError of the run inside the block goes on as
+    it is, not as "cannot write runs.jsonl" (its commit failing is: see --details above)."""
+    target = tmp_path / "runs.jsonl"
+    target.write_text(PREVIOUS)
+    with pytest.raises(ConnectionRefusedError), outputs.replacing(target):
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "the run's own error")
+    assert target.read_text() == PREVIOUS
+    assert _left(tmp_path) == []
