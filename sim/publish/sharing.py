@@ -36,7 +36,7 @@ from platform_testbed.sim.publish.deploying import record_failure
 from platform_testbed.sim.publish.forking import DROP, fork, rest_crashes
 from platform_testbed.sim.publish.forking import Entry as _Entry
 from platform_testbed.sim.publish.gcpause import gc_paused
-from platform_testbed.sim.publish.runresult import RecordedLook, RunResult
+from platform_testbed.sim.publish.runresult import RecordedLook, RunResult, result_in
 from platform_testbed.sim.publish.site import SiteTally
 from platform_testbed.sim.publish.world import (
     World,
@@ -196,20 +196,11 @@ class _Rider:
 
     def result(self, world: World, tally: SiteTally, seed: int, bad: bool) -> RunResult:
         """Its result in ``world``, the world whose rest it shares (as ``run_result`` gives it)."""
-        return RunResult(
-            check=check_name(self.check),
-            seed=seed,
-            verdict=self.verdict,
+        return result_in(
+            world, check_name(self.check), verdict=self.verdict,
             decided_at_s=None if self.verdict is None else self.decided_at - world.publish_at_s,
-            rollback=world.rollback,
-            late_failure_at_s=world.late_failure_at_s,
-            site=tally,
-            looks=tuple(self.looks),
-            bad=bad,
-            error=self.error,
-            error_detail=self.error_detail,
-            trace=None,
-        )
+            looks=self.looks, bad=bad, error=self.error, error_detail=self.error_detail,
+            seed=seed, site=tally)
 
 
 #: A look's entry taken off SimPy's queue (``_Shared._same_step``), and its rider.
