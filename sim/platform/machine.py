@@ -54,9 +54,9 @@ class Machine:
 
     # Slots: a world builds a Machine per machine per run, and its life reads these.
     __slots__ = (
-        "_always", "_boot_base", "_budget", "_epoch_ms", "_exit", "_jitter", "_next_change",
-        "_pending", "_quiet", "_quiet_draw", "_quiet_until", "_records", "_ref", "_schedule",
-        "_spare_draw", "_starts", "_state", "_steady", "_steady_exit", "_then_exit",
+        "_always", "_boot_base", "_budget", "_counts_restart", "_epoch_ms", "_exit", "_jitter",
+        "_next_change", "_pending", "_quiet", "_quiet_draw", "_quiet_until", "_records", "_ref",
+        "_schedule", "_spare_draw", "_starts", "_state", "_steady", "_steady_exit", "_then_exit",
         "_then_start", "all_events", "crash_images", "crash_times", "env", "history", "id",
         "image", "log", "on_state", "platform", "profile", "restarts_total", "rng", "serving",
     )
@@ -92,6 +92,8 @@ class Machine:
         self._epoch_ms = platform.epoch_ms
         self._jitter = platform.jitter
         self._always = platform.restart_policy == "always"
+        #: ``restart_count_reading``: does an exit's restart_count count the restart it triggers?
+        self._counts_restart = platform.restart_count_reading == "counts-this-restart"
         #: ``env.schedule`` and the two callback lists a crash loop hands it, made once:
         #: SimPy reads a processed event's list and never changes it, and ``_halt``
         #: cancels by replacing a pending event's list, not by emptying it.
@@ -388,7 +390,8 @@ class Machine:
         self._change(
             "starting" if always else "stopped",
             self.profile.crash,
-            (exit_code, oom_killed, False, restarting, self._starts - 1),
+            (exit_code, oom_killed, False, restarting,
+             self._starts - (not (restarting and self._counts_restart))),
         )
         if not restarting:
             return  # gave up (or policy no, or a clean exit): stays stopped

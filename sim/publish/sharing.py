@@ -115,10 +115,14 @@ def run_checks(
 def _truth(scenario: Scenario, seed: int, worlds: Sequence[_Shared], oracle: World | None) -> bool:
     """The ground truth where no world proved the release bad by itself.
 
-    A world no rollback touched that ran to the horizon saw what the oracle would (and no
-    crash); else the oracle goes on from the last copy made where a verdict acted; only a
+    Under ``crash``: a world no rollback touched that ran to the horizon saw what the oracle
+    would (and no crash); else the oracle goes on from the last copy made where a verdict acted; only a
     world that could not be copied costs an oracle from time 0.
     """
+    if scenario.truth != "crash":
+        # ``serves`` reads the window after the publish (an exit in it, the machines at its
+        # end): neither a world a check rode nor a copy keeps that, so it is judged from 0.
+        return ground_truth(scenario, seed)
     horizon = scenario.horizon_s
     if any(not w.world.diverged and w.world.env.now >= horizon for w in worlds):
         return False

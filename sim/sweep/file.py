@@ -443,6 +443,11 @@ def from_spec(spec: SweepFile, sweep_dir: Path, default_name: str = "sweep") -> 
         for key in keys:
             if key not in spec.axes:
                 raise BadInput(f"heatmap: {key!r} is not one of the axes")
+        roles = ("x", "y", "columns", "rows")
+        for i, key in enumerate(keys):
+            if key in keys[:i]:  # one axis on two sides of the map draws only its diagonal
+                raise BadInput(f"heatmap: {roles[keys.index(key)]} and {roles[i]} are both "
+                               f"{key!r}: give each a different axis")
         heatmap = tuple(keys)
     units = math.prod(len(values) for _, values in axes) * len(seeds)
     limit = max_points()
