@@ -116,8 +116,8 @@ def _truth(scenario: Scenario, seed: int, worlds: Sequence[_Shared], oracle: Wor
     """The ground truth where no world proved the release bad by itself.
 
     Under ``crash``: a world no rollback touched that ran to the horizon saw what the oracle
-    would (and no crash); else the oracle goes on from the last copy made where a verdict acted; only a
-    world that could not be copied costs an oracle from time 0.
+    would (and no crash); else the oracle goes on from the last copy made where a verdict
+    acted; only a world that could not be copied costs an oracle from time 0.
     """
     if scenario.truth != "crash":
         # ``serves`` reads the window after the publish (an exit in it, the machines at its
@@ -322,7 +322,9 @@ class _Shared:
         # the oracle, after a rollback that no crash before it proved right.
         away = [r for r in self.riders if r not in self.members]
         rollback = not rider.action[0] and rider.action[1]
-        if away or (rollback and not (self.known or release_crashes(self.world))):
+        # (Under a truth other than ``crash`` the oracle runs from time 0: no copy for it.)
+        crash_truth = self.world.scenario.truth == "crash"
+        if away or (rollback and crash_truth and not (self.known or release_crashes(self.world))):
             self.then = self._fork(away, [entry for entry, r in looked if r not in self.members])
         for other in away:
             self._leave(other)
