@@ -322,7 +322,8 @@ class _BareWorld:
 
     def restarted(self, i: int) -> None:
         self.pending[i] = None
-        self.write(i, "restart", "starting")
+        if self.sc.platform.events == "fly-restart-start":  # fly-exit-start writes none
+            self.write(i, "restart", "starting")
         self.enter(i, "starting")
         self.boot(i)
 
@@ -576,7 +577,8 @@ def twin_covers(sc: Scenario) -> None:
         "a crash_after release": sc.release.behavior == "crash_after",
         "on-failure restarts, a fixed window": rules.restart_policy == "on-failure"
         and rules.retry_window == "fixed",
-        "the fly-restart-start events": rules.events == "fly-restart-start",
+        "the fly-restart-start or fly-exit-start events": rules.events in (
+            "fly-restart-start", "fly-exit-start"),
         "no restart counter": not rules.restart_counter,
         "rollback restore": sc.publish.rollback == "restore",
         "publish starts stopped machines": sc.publish.start_stopped,

@@ -43,7 +43,7 @@ from typing import IO, Literal
 from platform_testbed.checks import Look, Verdict
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.publish import world as worlds
-from platform_testbed.sim.publish.runresult import RecordedLook, RunResult
+from platform_testbed.sim.publish.runresult import RecordedLook, RunResult, result_in
 from platform_testbed.sim.twin.clock import VirtualDriver
 from platform_testbed.sim.twin.session import Session, TimeMode, open_session
 from platform_testbed.sim.vtime import Unavailable, library_path
@@ -236,18 +236,12 @@ class ProcessStep:
         shift = world.scenario.platform.epoch_ms - scenario.platform.epoch_ms
         tally = world.site.tally(world.publish_at_s, scenario.horizon_s, scenario.traffic.rps,
                                  world.traffic_seed)
-        return RunResult(
-            check=self.name,
-            seed=seed,
+        return result_in(
+            world, self.name, seed=seed, site=tally,
             verdict=None if error is not None else world.verdict,
             decided_at_s=None if error is not None else world.decided_at_s,
-            rollback=world.rollback,
-            late_failure_at_s=world.late_failure_at_s,
-            site=tally,
-            looks=tuple(_shifted(look, shift) for look in session.app.recorded),
-            bad=bad,
-            error=error,
-        )
+            looks=[_shifted(look, shift) for look in session.app.recorded],
+            bad=bad, error=error)
 
 
 def _await(proc: subprocess.Popen[bytes], deadline: float, session: Session, limit_s: float) -> str | None:
