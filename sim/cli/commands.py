@@ -103,6 +103,7 @@ def cmd_series(args: argparse.Namespace) -> int:
             "series": result.name,
             "publishes": [
                 {"label": p.label, "scenario": p.scenario.name, "seed": p.seed,
+                 "truth": p.scenario.truth,
                  "outcomes": {r.check: r.outcome for r in p.results},
                  "late_failure_at_s": {r.check: r.late_failure_at_s for r in p.results}}
                 for p in result.publishes
