@@ -103,6 +103,7 @@ def cmd_series(args: argparse.Namespace) -> int:
             "series": result.name,
             "publishes": [
                 {"label": p.label, "scenario": p.scenario.name, "seed": p.seed,
+                 "truth": p.scenario.truth,
                  "outcomes": {r.check: r.outcome for r in p.results},
                  "late_failure_at_s": {r.check: r.late_failure_at_s for r in p.results}}
                 for p in result.publishes
@@ -274,7 +275,7 @@ def cmd_checks(args: argparse.Namespace) -> int:
                 seeds = _ticking(seeds, tick)
             reports.append(compare(loaded, [b.check for b in built], seeds, setups=setups(built),
                                    keep_runs=bool(args.junit), budget=budget, steps=steps,
-                                   runner=runner))
+                                   runner=runner, with_readings=False))  # the table shows none
             rules = {b.setup.name: _rule(b.check) for b in built}
     rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
     rules |= twinopts.rules(steps)  # and a process's rows: its command

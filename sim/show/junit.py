@@ -131,8 +131,9 @@ def compare_suite(result: Comparison, command: str = "compare",
         error = f"{reason(errored[0]) or 'no reason given'} (seed {errored[0].seed}" + (
             f"; {len(errored)} of {len(runs)} seeds errored)" if len(errored) > 1 else ")"
         ) if errored else None
-        output = [f"seed {r.seed}: {r.outcome}" + (f" ({reason(r)})" if reason(r) else "")
-                  for r in runs]
+        # The truth that judged the outcomes first: caught and missed mean nothing without it.
+        output = [f"judged by the truth {result.truth_label}"] + [
+            f"seed {r.seed}: {r.outcome}" + (f" ({reason(r)})" if reason(r) else "") for r in runs]
         cases.append(Case(f"testbed.{command}.{result.scenario}", check, failure, "\n".join(lines),
                           "\n".join(output), error,
                           "\n".join(f"seed {r.seed}: {reason(r)}" for r in errored)))
