@@ -415,8 +415,9 @@ class TwinServer:
                 assert isinstance(result, tuple)
                 return result
             # The platform's timeout in wall seconds, and a margin for the loop: the world
-            # answers first (408), this bound only guards against a loop that has died.
-            timeout_s = self._wait_timeout(query) / self.driver.speed + 5.0
+            # answers first (408), this bound only guards against a loop that has died
+            # (``Driver.wall_bound``: on virtual time wall seconds say nothing of it).
+            timeout_s = self.driver.wall_bound(self._wait_timeout(query))
             try:
                 answer: Answer = await self._settled(result.future, timeout_s, gone)
             except TimeoutError:
