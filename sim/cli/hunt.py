@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_testbed.checks.drive import check_name
 from platform_testbed.sim import checkcmd
+from platform_testbed.sim.cli import twinopts
 from platform_testbed.sim.cli.checkopts import add_check_option
 from platform_testbed.sim.config.settings import BadInput, first_seed
 from platform_testbed.sim.runtime.signals import reraise_pending
@@ -111,8 +112,12 @@ def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_check_option(parser, what="the check to hunt: a built-in name",
                      note="or give one --check-cmd instead", how="exactly one")
     checkcmd.add_arguments(parser, single=True)
+    twinopts.add_arguments(parser, where="hunt takes one --check-http (and no --check)")
     parser.add_argument("--scenario", default=DEFAULT_SCENARIO,
                         help=f"the base world: a shipped name or a .toml path (default {DEFAULT_SCENARIO})")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a value of the base world, e.g. --set truth=crash "
+                        "(the ground truth; repeatable)")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="N",
                         help=f"worlds tried per search round, 1 to {MAX_BUDGET:,} (default "
                         f"{DEFAULT_BUDGET}); a hunt runs one round per kind found, plus one")
@@ -170,12 +175,11 @@ def hunt_suite(result: HuntResult, paths: list[Path], check_arg: str) -> junit.S
 def cmd_hunt(args: argparse.Namespace) -> int:
     """Hunt, write the files found, print the summary; exit 1 when anything was found."""
     # hypothesis loads only for a hunt, not for every `testbed` command.
-    from rich.console import Console  # noqa: PLC0415
-
     from platform_testbed.sim.checkload.budget import check_budget  # noqa: PLC0415
     from platform_testbed.sim.config import scenario  # noqa: PLC0415
     from platform_testbed.sim.hunt.output import check_out_dir, summary, table, write_found  # noqa: PLC0415
     from platform_testbed.sim.hunt.search import hunt  # noqa: PLC0415
+    from platform_testbed.sim.show.table import stderr_console  # noqa: PLC0415
 
     # Every input is checked before the search starts: a bad one costs no time.
     if not 1 <= args.budget <= MAX_BUDGET:
@@ -186,16 +190,24 @@ def cmd_hunt(args: argparse.Namespace) -> int:
         base = scenario.load(args.scenario)
     except BadInput as error:
         raise BadInput(f"--scenario: {error}") from None
-    spec, check_arg = _check_spec(args)
+    if args.sets:  # its own message: the file was good, a --set was not
+        base = scenario.load(args.scenario, args.sets)
+    step = twinopts.hunted(args)  # a --check-http process, if that is what is hunted
+    if step is None:
+        spec, check_arg = _check_spec(args)
+    else:  # the spec's check only gives the simulator's trace of a wrong world
+        spec, check_arg = twinopts.HUNT_TRACE_CHECK, f"--check-http {shlex.quote(shlex.join(step.argv))}"
     from platform_testbed.sim.hunt.search import SpecChecks  # noqa: PLC0415 -- see the imports
 
     checks = SpecChecks(spec)
     name = check_name(checks(base.check.model_dump()))  # builds it once: a bad check stops here
+    if step is not None:
+        name = step.name
     out = Path(args.out)
     check_out_dir(args.out, force=args.force)
     args.junit = junit.checked(args)
 
-    errors = Console(stderr=True)
+    errors = stderr_console()  # a path's [brackets] and ESC are printed as text
     show = not args.no_progress and sys.stderr.isatty()
     progress = hunt_progress(name, errors, disable=not show)
     task = progress.add_task("", total=args.budget)
@@ -208,7 +220,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     with progress:
         result = hunt(base, name, checks, budget=args.budget, seed=args.seed, progress=tell,
-                      check_budget=limits)
+                      check_budget=limits, step=step)
     # hypothesis' gc callback stays in place after the search and may swallow a signal's
     # exception (sim.runtime.signals._pending): ask before writing, and before saying we are done.
     reraise_pending()

@@ -29,8 +29,8 @@ from platform_testbed.sim.config.settings import BadInput, check_environment
 from platform_testbed.sim.runtime.outputs import command_output
 from platform_testbed.sim.runtime.signals import HungUp, Terminated, exit_on_signals, restore_signals
 from platform_testbed.sim.show import junit
-from platform_testbed.sim.show.table import settle_columns
-from platform_testbed.sim.show.text import printable_streams
+from platform_testbed.sim.show.columns import settle_columns
+from platform_testbed.sim.show.text import one_line, printable_streams
 
 EXIT_BAD_INPUT = 2
 # As a shell reports a command ended by SIGINT (Ctrl-C) or SIGTERM: 128 + the signal.
@@ -264,8 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Terminated:
         print("testbed: terminated", file=sys.stderr)
         return EXIT_TERMINATED
-    except BadInput as error:
-        print(f"testbed: {error}", file=sys.stderr)
+    except BadInput as error:  # one line, whatever a name or a path in it holds
+        print(f"testbed: {one_line(str(error))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # The reader went away (``| head``): nothing more to say, and nothing to say it to.

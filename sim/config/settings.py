@@ -289,10 +289,12 @@ _WHOLE_ENV = {
 #: The floats: the crash-period floor (at most a minute: a floor above that refuses the
 #: shipped worlds) and a user check's per-look timeout (at most a day).
 _NUMBER_ENV = {"TESTBED_MIN_PERIOD_S": 60.0, CHECK_TIMEOUT_ENV: MAX_CHECK_TIMEOUT_S}
+
+
 def check_environment() -> None:
     """Every TESTBED_* limit and SOURCE_DATE_EPOCH by its rule, before any work.
 
-    (Not COLUMNS: a bad one is ignored, as terminals and libraries do; ``sim.show.table``.)
+    (Not COLUMNS: a bad one is ignored, as terminals and libraries do; ``sim.show.columns``.)
 
     BadInput for the first bad one.
     """
