@@ -156,13 +156,28 @@ def image_digest(image: str) -> str:
 def event_ids(snapshot: checks.MachineSnapshot) -> list[str]:
     """Each visible event's id, newest first: a ULID of its timestamp (ids sort as time does,
     as Fly's ULIDs do) and of the event itself, the same at every read."""
+    events = snapshot.events
+    cached = _EVENT_IDS.get(snapshot.id)
+    # A machine's log hands out the same tuple until its next event: every read and every
+    # held wait's check between two events reuse the ids (a sha256 each) worked out once.
+    if cached is not None and cached[0] is events:
+        return cached[1]
     seen: dict[tuple[int, str, str], int] = {}
     ids = []
-    for event in reversed(snapshot.events):  # oldest first: a repeat's count is stable
+    for event in reversed(events):  # oldest first: a repeat's count is stable
         key = (event.timestamp, event.type, event.status)
         seen[key] = seen.get(key, -1) + 1
         ids.append(_ulid(event.timestamp, f"{snapshot.id}:{key}:{seen[key]}"))
-    return ids[::-1]
+    ids.reverse()
+    if len(_EVENT_IDS) < 4 * MAX_MACHINES:
+        _EVENT_IDS[snapshot.id] = (events, ids)
+    return ids
+
+
+#: The last ids worked out for each machine id, with the event tuple they are of (held, so
+#: its identity cannot be reused). Shared by the worlds of this process: a hit needs the
+#: very tuple, so another world's machine of the same id never reads another's ids.
+_EVENT_IDS: dict[str, tuple[tuple[checks.Event, ...], list[str]]] = {}
 
 
 def ulid_ms(text: str) -> int | None:
