@@ -121,6 +121,7 @@ class _ClientGone(Exception):
     """The client closed or reset its connection while its request was held."""
 
 
+_MAX_ERRORS = 100
 #: The status logged for a request whose client went away before its answer (nginx's 499).
 CLIENT_GONE = 499
 #: How often the held requests' clients are looked at, all in one pass (wall s): a client
@@ -206,6 +207,9 @@ class TwinServer:
         #: Each held request's "client gone" future and the test that sets it (``_sweep``).
         self._held: dict[asyncio.Future[None], Callable[[], bool]] = {}
         self._stop: asyncio.Event | None = None
+        #: What went wrong in the loop itself (an accept the system refused, a bug of the
+        #: door's), one line each, at most ``_MAX_ERRORS``: never printed as a traceback.
+        self.errors: list[str] = []
         self._shutdown: asyncio.Future[None] | None = None
 
     @property
@@ -251,7 +255,15 @@ class TwinServer:
             loop.close()
             self._sock.close()
 
+    def _loop_error(self, _loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        # asyncio reports an accept() out of descriptors here (and pauses accepting for a
+        # second), through the logging module's last resort: a traceback on stderr.
+        if len(self.errors) < _MAX_ERRORS:
+            error = context.get("exception")
+            self.errors.append(str(context.get("message", "")) + (f" ({error})" if error else ""))
+
     async def _serve(self) -> None:
+        self._loop.set_exception_handler(self._loop_error)
         self._stop = asyncio.Event()
         self._shutdown = self._loop.create_future()
         # asyncio sets TCP_NODELAY on every TCP connection: with one write per answer,
@@ -303,6 +315,9 @@ class TwinServer:
             await self._converse(reader, writer, task)
         except (asyncio.CancelledError, ConnectionError, OSError, TimeoutError, _ClientGone):
             pass  # the client went away, was too slow, or the server is closing: nothing to say
+        except Exception as error:  # a bug of the door's: kept as a line, never a traceback
+            if len(self.errors) < _MAX_ERRORS:
+                self.errors.append(f"{type(error).__name__}: {error}"[:300])
         finally:
             del self._connections[task]
             writer.transport.abort()
@@ -416,7 +431,8 @@ class TwinServer:
                 return result
             # The platform's timeout in wall seconds, and a margin for the loop: the world
             # answers first (408), this bound only guards against a loop that has died.
-            timeout_s = self._wait_timeout(query) / self.driver.speed + 5.0
+            # (At most a day: ``--speed 1e-12`` would make it 6e13 s.)
+            timeout_s = min(self._wait_timeout(query) / self.driver.speed + 5.0, 86_400.0)
             try:
                 answer: Answer = await self._settled(result.future, timeout_s, gone)
             except TimeoutError:
