@@ -32,8 +32,9 @@ from urllib.parse import parse_qs, unquote
 
 from platform_testbed.checks import flywait
 from platform_testbed.sim.twin import http1
-from platform_testbed.sim.twin.app import Answer, ApiError, WaitStarted
+from platform_testbed.sim.twin.app import Answer, ApiError, Held, WaitStarted
 from platform_testbed.sim.twin.clock import Driver
+from platform_testbed.sim.twin.faults import CLOSED, request_kind
 
 __all__ = ["HOST", "NONCE_HEADER", "Limits", "Request", "TwinServer", "process_limits"]
 
@@ -347,6 +348,8 @@ class TwinServer:
                 return reader.at_eof() or writer.transport.is_closing()
 
             status, body = await self._respond(head, raw, gone)
+            if status == CLOSED:  # the API's own fault ([api]): cut, unanswered
+                return
             close = not head.keep_alive or (self._shutdown is not None and self._shutdown.done())
             await self._send(writer, self._encode(status, body, head.method, close=close))
             if close:
@@ -362,8 +365,8 @@ class TwinServer:
         data = b"" if status == 204 or body is None else json.dumps(body, separators=(",", ":")).encode()
         headers = [("Content-Type", "application/json; charset=utf-8"),
                    (REQUEST_ID_HEADER, f"testbed-{next(self._ids):08d}")]
-        if status == 429:
-            headers.append(("Retry-After", "1"))
+        if status == 429:  # 1 unless the scenario's [api] says otherwise
+            headers.append(("Retry-After", str(self.driver.app.faults.table.retry_after_s)))
         if close:
             headers.append(("Connection", "close"))
         return http1.response(status, data, headers, head_only=method == "HEAD")
@@ -417,8 +420,19 @@ class TwinServer:
                            machines="/machines" in path)
         if call is None:
             return _fail(405, f"{head.method} {path} is not served by the testbed's Machines API")
+        served = self.driver.app
+        latency_s = 0.0
+        if served.faults.active:
+            inner, kind = call, request_kind(head.method, machine_id, action)
+            timeout = self._wait_timeout(query) if kind == "wait" else 0
+            latency_s = served.faults.table.latency_s + served.faults.table.jitter_s
+
+            def call() -> Any:
+                return served.faulted(inner, kind, head.target, machine_id, timeout)
         if action != "wait":
             result = await self._call(call)
+            if isinstance(result, Held):
+                return await self._held_answer(result, latency_s, gone)
             assert isinstance(result, tuple)
             return result
         if self.held >= self.limits.held_waits:
@@ -426,6 +440,8 @@ class TwinServer:
         self.held += 1
         try:
             result = await self._call(call)
+            if isinstance(result, Held):
+                return await self._held_answer(result, self._wait_timeout(query) + latency_s, gone)
             if not isinstance(result, WaitStarted):
                 assert isinstance(result, tuple)
                 return result
@@ -441,6 +457,16 @@ class TwinServer:
             return answer
         finally:
             self.held -= 1
+
+    async def _held_answer(self, held: Held, platform_s: float, gone: Callable[[], bool]) -> Answer:
+        """A held answer (``[api]`` latency), once the world's clock reaches it (at most
+        ``platform_s`` on, and a margin: the bound only guards against a loop that died)."""
+        timeout_s = min(platform_s / self.driver.speed + 5.0, 86_400.0)
+        try:
+            answer: Answer = await self._settled(held.future, timeout_s, gone)
+        except TimeoutError:
+            return _fail(503, "the simulated world did not answer in time")
+        return answer
 
     async def _call(self, fn: Callable[[], Any]) -> Any:
         """``fn``'s result, run on the world's thread; 503 if the world cannot answer."""
