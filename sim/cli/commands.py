@@ -24,8 +24,6 @@ from platform_testbed.sim.cli import expect, twinopts
 from platform_testbed.sim.cli.checkopts import check_options
 from platform_testbed.sim.cli.compareopts import (
     INLINE_RUNS,
-    MAX_RUNS,
-    RUNS_ENV,
     check_outputs,
     details,
     expect_sets,
@@ -33,10 +31,10 @@ from platform_testbed.sim.cli.compareopts import (
     failed_on,
 )
 from platform_testbed.sim.cli.pool import seed_runner
-from platform_testbed.sim.config import scenario
+from platform_testbed.sim.config import options, scenario
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
 from platform_testbed.sim.config.scenario import BadInput
-from platform_testbed.sim.config.settings import at_most, env_limit, first_seed, seed_range
+from platform_testbed.sim.config.settings import first_seed, seed_range
 from platform_testbed.sim.publish.compare import SCHEMA_VERSION, compare
 from platform_testbed.sim.publish.recording import Recorder, load_recordings, replay_all, replay_json
 from platform_testbed.sim.publish.world import run
@@ -147,7 +145,7 @@ def _ticking(seeds: Iterable[int], tick: Callable[[int], None]) -> Iterator[int]
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run the checks side by side in the same world(s)."""
     budget = check_budget(args)
-    at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
+    options.from_args("runs", args)  # 1 to the run limit (TESTBED_MAX_RUNS raises it)
     gate = fail_on(args.fail_on, scenario.OUTCOMES)
     loaded = scenario.load(args.scenario, [*args.set, *expect_sets(args.expect, scenario.OUTCOMES)])
     # Every output path is judged before the first world runs: a bad one costs nothing.
@@ -250,7 +248,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_checks(args: argparse.Namespace) -> int:
     """The built-in checks × shipped scenarios table (Markdown), as in the README."""
     budget = check_budget(args)
-    at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
+    options.from_args("runs", args, command="checks")
+    if args.seed is not None:
+        first_seed(args.seed)
     args.junit = junit.checked(args)
     reports = []
     asked = args.check or (list(BUILTIN_CHECKS) if args.check_cmd else [])
@@ -264,11 +264,12 @@ def cmd_checks(args: argparse.Namespace) -> int:
     bar, tick = _seeds_bar(len(shipped) * args.runs, "checks", wall_clock=bool(steps))
     with bar or nullcontext():
         for name in shipped:
-            loaded = scenario.load(name)
+            loaded = scenario.load(name, args.set)
             built = build_checks(names, loaded.check, extra)
             twinopts.check_against(steps, [b.setup.name for b in built], args)
             runner = seed_runner(args, loaded, names, extra, budget, progress=tick)
-            seeds: Iterable[int] = range(loaded.seed, loaded.seed + args.runs)
+            first = loaded.seed if args.seed is None else args.seed
+            seeds: Iterable[int] = seed_range("--runs", first, args.runs)
             if tick is not None and runner is None:
                 seeds = _ticking(seeds, tick)
             reports.append(compare(loaded, [b.check for b in built], seeds, setups=setups(built),

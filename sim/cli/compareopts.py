@@ -10,15 +10,15 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from platform_testbed.sim.cli.checkopts import Adder
+from platform_testbed.sim.config import options
 from platform_testbed.sim.config.settings import BadInput
-from platform_testbed.sim.runtime.outputs import check_image, check_output, replacing
 
 if TYPE_CHECKING:  # the model loads with the first run, not with the parser's options
     from platform_testbed.sim.publish.compare import SeedRun
 
-#: The most seeds one compare or checks runs: at about 5 ms a world with six checks, a
-#: million is hours; more is a typo (--runs 1000000000). Raise it with TESTBED_MAX_RUNS.
-MAX_RUNS, RUNS_ENV = 1_000_000, "TESTBED_MAX_RUNS"
+#: The most seeds one compare or checks runs: the registry's ``max_runs`` (with why).
+MAX_RUNS, RUNS_ENV = options.limit("max_runs", {}), str(options.option("max_runs").env_name)
 #: Up to this many runs, compare --json lists every run inline (as it always has); past it
 #: the runs are summarised, and --details FILE.jsonl streams them.
 INLINE_RUNS = 10
@@ -38,6 +38,7 @@ def details(
         yield None
         return
     from platform_testbed.sim.publish.compare import run_json  # noqa: PLC0415 -- see SeedRun
+    from platform_testbed.sim.runtime.outputs import check_output, replacing  # noqa: PLC0415
 
     target = check_output("--details", Path(path), force)
     with replacing(target) as handle:
@@ -50,6 +51,7 @@ def details(
 
 def check_outputs(args: argparse.Namespace) -> None:
     """Every output path compare writes, judged before the first world runs."""
+    from platform_testbed.sim.runtime.outputs import check_image, check_output  # noqa: PLC0415
     for option, path in (("--record", args.record), ("--details", args.details)):
         if path:
             check_output(option, Path(path), args.force)
@@ -57,7 +59,7 @@ def check_outputs(args: argparse.Namespace) -> None:
         check_image("--timeline", Path(args.timeline), args.force)
 
 
-def add_output_options(comp: argparse.ArgumentParser) -> None:
+def add_output_options(comp: Adder) -> None:
     """compare's outputs: --timeline, --record, --details, --summary and --force."""
     comp.add_argument(
         "--timeline", metavar="FILE.png",
@@ -79,7 +81,7 @@ def add_output_options(comp: argparse.ArgumentParser) -> None:
                       help="write to a device or through a symlink at --record/--timeline/--details/--junit")
 
 
-def add_gate_options(comp: argparse.ArgumentParser, expect: bool = True) -> None:
+def add_gate_options(comp: Adder, expect: bool = True) -> None:
     """The CI gate: ``--expect CHECK=OUTCOME`` (compare) and ``--fail-on OUTCOME[,OUTCOME...]``."""
     if expect:
         comp.add_argument(

@@ -16,7 +16,6 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from platform_testbed.checks import BUILTIN_CHECKS
 from platform_testbed.sim.config.shipped import shipped, shipped_rollouts, shipped_series, shipped_sweeps
 
 SHELLS = ("bash", "zsh", "fish")
@@ -43,6 +42,8 @@ def _names(shipped: Callable[[], Iterable[str]]) -> Completer:
 
 
 def _checks(prefix: str, **_: Any) -> list[str]:
+    from platform_testbed.checks import BUILTIN_CHECKS  # noqa: PLC0415 -- only for a Tab on --check
+
     return [name for name in BUILTIN_CHECKS if name.startswith(prefix)]
 
 

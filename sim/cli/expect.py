@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 VERDICTS = ("pass", "fail", "none")
 
 
-def add_argument(parser: argparse.ArgumentParser) -> None:
+def add_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """Add ``--expect CHECK=VERDICT`` (repeatable) to ``replay``."""
     parser.add_argument("--expect", action="append", default=[], metavar="CHECK=VERDICT",
                         help="every run CHECK replays must end in VERDICT (pass, fail or none: no "

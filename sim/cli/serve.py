@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from platform_testbed.sim.config.options import option
 from platform_testbed.sim.config.scenario import BadInput, load
 from platform_testbed.sim.config.settings import first_seed
 from platform_testbed.sim.runtime.outputs import check_output, write_atomic
@@ -24,7 +25,7 @@ from platform_testbed.sim.twin.session import open_session
 __all__ = ["MAX_SPEED", "serve_command"]
 
 #: The generous cap is for typos; a faster world answers a client's waits in microseconds.
-MAX_SPEED = 10_000.0
+MAX_SPEED = float(option("speed").most or 0)  # the registry's
 
 
 def _validated(args: argparse.Namespace) -> None:

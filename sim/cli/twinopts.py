@@ -7,7 +7,6 @@ twin (simpy, the HTTP server) loads only when such a row runs (``steps``).
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import shlex
 import shutil
@@ -15,24 +14,22 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from platform_testbed.sim.config.settings import BadInput, env_limit
+from platform_testbed.sim.config import options
+from platform_testbed.sim.config.settings import BadInput
 
 if TYPE_CHECKING:
+    from platform_testbed.sim.cli.checkopts import Adder
     from platform_testbed.sim.twin.step import ProcessStep
 
 __all__ = ["DEFAULT_HTTP_TIMEOUT_S", "MAX_SPEED", "MAX_WALL_S", "WALL_ENV", "add_arguments",
            "bound_wall", "row_name", "steps"]
 
-#: The most wall seconds one run's process may take: the incident's check needs ~25 s at
-#: speed 1 (a start, two 10 s looks), a flyctl-style wait at most 60 s more.
-DEFAULT_HTTP_TIMEOUT_S = 120.0
-#: As ``testbed serve``'s cap: past it a world answers waits faster than curl starts.
-MAX_SPEED = 10_000.0
-#: The most wall time a command line's processes may take at worst (worlds x processes x
-#: --http-timeout): 6 h, the limit GitHub Actions puts on one job ("Each job in a workflow
-#: can run for up to 6 hours of execution time", docs.github.com, Actions usage limits),
-#: so a run refused here is one a CI job would have been killed in. Raise it with WALL_ENV.
-MAX_WALL_S, WALL_ENV = 6 * 3600, "TESTBED_MAX_PROCESS_WALL_S"
+#: The registry's (sim.config.options, with the sources): a process's wall-clock limit,
+#: the fastest world, and the most wall time a command line's processes may take.
+DEFAULT_HTTP_TIMEOUT_S = float(options.option("http_timeout_s").default or 0)
+MAX_SPEED = float(options.option("speed").most or 0)
+MAX_WALL_S = int(options.option("max_process_wall_s").default or 0)
+WALL_ENV = str(options.option("max_process_wall_s").env_name)
 #: The row's name: the mode's word, a hyphen, then the program's name (or the script's an
 #: interpreter runs) without its extension, every other character than A-Z a-z 0-9 _ - as
 #: "-": ``examples/deploy/timestamp.sh`` as --check-http is ``http-timestamp``. So the
@@ -42,21 +39,22 @@ _PREFIX = {"check-http": "http", "deploy-cmd": "deploy"}
 _NOT_IN_A_KEY = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def add_arguments(*parsers: argparse.ArgumentParser, where: str = "") -> None:
-    """Add ``--check-http``, ``--deploy-cmd``, ``--http-timeout`` and ``--speed`` to each parser.
+def add_arguments(*parsers: Adder, command: str, where: str = "") -> None:
+    """Add ``--check-http``, ``--deploy-cmd`` and ``--speed`` to each parser.
 
     ``where``: a sentence the two commands' help adds (how this command runs them).
     """
     for parser in parsers:
-        _add(parser, f"; {where}" if where else "")
+        _add(parser, command, f"; {where}" if where else "")
 
 
-def _add(parser: argparse.ArgumentParser, note: str) -> None:
+def _add(parser: Adder, command: str, note: str) -> None:
     parser.add_argument(
         "--check-http", action="append", default=[], metavar="COMMAND",
         help="a real process as a check: the testbed publishes, COMMAND judges over Fly's "
         "Machines API (FLY_API_HOSTNAME, FLY_API_TOKEN, FLY_APP_NAME); exit 0 = live, else "
-        f"failed, and the pipeline rolls back; repeatable{note}",
+        "failed, and the pipeline rolls back; its reason is its last line on stdout, else its "
+        f"last on stderr; repeatable{note}",
     )
     parser.add_argument(
         "--deploy-cmd", action="append", default=[], metavar="COMMAND",
@@ -64,16 +62,7 @@ def _add(parser: argparse.ArgumentParser, note: str) -> None:
         "rolls back to FLY_PREVIOUS_IMAGE_REF if it decides to; the testbed only observes; "
         f"repeatable{note}",
     )
-    parser.add_argument(
-        "--http-timeout", type=float, default=DEFAULT_HTTP_TIMEOUT_S, metavar="SECONDS",
-        help="the most wall seconds a --check-http/--deploy-cmd process may run in one world "
-        f"before it is killed and the run is an error (default {DEFAULT_HTTP_TIMEOUT_S:g})",
-    )
-    parser.add_argument(
-        "--speed", type=float, default=1.0, metavar="K",
-        help="while such a process runs, simulated seconds per wall second (default 1: the "
-        "platform's timestamps are wall time); the rest of each world runs instantly",
-    )
+    options.add(parser, "speed", command)  # --http-timeout is a limit: the limits group's
 
 
 def steps(args: argparse.Namespace) -> list[ProcessStep]:
@@ -82,11 +71,8 @@ def steps(args: argparse.Namespace) -> list[ProcessStep]:
     commands = [(mode, c) for mode in modes for c in getattr(args, mode.replace("-", "_"))]
     if not commands:
         return []
-    timeout, speed = args.http_timeout, args.speed
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise BadInput(f"--http-timeout: must be a number of seconds > 0 (got {timeout})")
-    if not (math.isfinite(speed) and 0 < speed <= MAX_SPEED):
-        raise BadInput(f"--speed: must be more than 0 and at most {MAX_SPEED:g} (got {speed})")
+    timeout = options.from_args("http_timeout_s", args)  # flag > TESTBED_HTTP_TIMEOUT_S > 120
+    speed = options.from_args("speed", args)
     from platform_testbed.sim.twin.step import ProcessStep  # noqa: PLC0415 -- see the module docstring
 
     made: list[ProcessStep] = []
@@ -108,7 +94,7 @@ def bound_wall(made: list[ProcessStep], worlds: int, what: str) -> None:
     """
     if not made:
         return
-    limit = env_limit(WALL_ENV, MAX_WALL_S)
+    limit = options.limit("max_process_wall_s")
     timeout = made[0].timeout_s
     worst = worlds * len(made) * timeout
     if worst > limit:

@@ -81,7 +81,7 @@ def check_names(sweep: Sweep) -> tuple[str, ...]:
     base = validate(sweep.base, sweep.name)
     specs, steps = _split(sweep)
     # check_name, as the rows do: a user's ``name`` that raises is named by its type.
-    return (tuple(check_name(c) for c in load_checks(specs, base.check))
+    return (tuple(check_name(c) for c in load_checks(specs, base.check, dict(sweep.options)))
             + tuple(s.name for s in steps))
 
 
@@ -102,7 +102,7 @@ def _rows_of_unit(sweep: Sweep, unit: int, budget: CheckBudget, env: Env | None 
         world = sweep.scenario(values, env)
         # The point's [check] table: only the keys it sets reach a check (sim.checkload.loader).
         specs, steps = _split(sweep)
-        checks = load_checks(specs, world.check)
+        checks = load_checks(specs, world.check, dict(sweep.options))
         results = list(run_checks(world, seed, checks, budget)) if checks else []
         # Each process in the same world, judged on the same ground truth as the checks.
         bad = results[0].bad if results else ground_truth(world, seed)
