@@ -206,7 +206,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(report.summary(result, debug=args.debug))
         if text := report.expectations(result):
             print(text)
-    gated = failed_on(result.summary, gate)
+    gated = failed_on(result.summary, gate, [s.name for s in steps])
     for line in gated:
         print(line, file=sys.stderr)
     return EXIT_EXPECTATION if result.expectations_failed or gated else EXIT_OK

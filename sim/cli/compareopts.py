@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import difflib
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,7 +94,8 @@ def add_gate_options(comp: Adder, expect: bool = True) -> None:
     comp.add_argument(
         "--fail-on", action="append", default=[], metavar="OUTCOME[,OUTCOME...]",
         help="exit 1 if any run of any check ends in one of these outcomes, e.g. "
-        "error,undecided,missed (repeatable; JUnit: a failure, or an error for `error`)",
+        "error,undecided,missed (repeatable; JUnit: a failure, or an error for `error`); a "
+        "--check-http/--deploy-cmd row that ends in error fails the gate without it",
     )
 
 
@@ -133,11 +134,25 @@ def fail_on(items: list[str], outcomes: tuple[str, ...]) -> frozenset[str]:
     return frozenset(chosen)
 
 
-def failed_on(summary: Mapping[str, Any], outcomes: frozenset[str]) -> list[str]:
-    """One line per check and outcome named by ``--fail-on`` that happened: what fails the gate."""
+#: What fails the gate of a real process's row without ``--fail-on``: a process that timed
+#: out, was killed or could not start never judged the release, and CI must not go green.
+PROCESS_GATE = frozenset({"error"})
+
+
+def failed_on(summary: Mapping[str, Any], outcomes: frozenset[str],
+              processes: Collection[str] = ()) -> list[str]:
+    """One line per check and outcome named by ``--fail-on`` that happened: what fails the gate.
+
+    A row of ``processes`` (--check-http/--deploy-cmd) that ends in ``error`` fails it too,
+    named or not (``PROCESS_GATE``).
+    """
     lines = []
     for check, counts in summary.items():
         runs = sum(counts.to_json().values())
         lines += [f"--fail-on: {check} {outcome} in {counts.count(outcome)} of {runs} run(s)"
                   for outcome in sorted(outcomes) if counts.count(outcome)]
+        if check in processes:
+            lines += [f"{check}: {outcome} in {counts.count(outcome)} of {runs} run(s) (a "
+                      f"process row that ends in {outcome} fails the gate; its reason says why)"
+                      for outcome in sorted(PROCESS_GATE - outcomes) if counts.count(outcome)]
     return lines

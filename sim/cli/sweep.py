@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -206,6 +207,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     junit.write(args.junit, [junit.sweep_suite(sweep.name, names, kept, sweep.keys, gate)])
     if args.heatmap:
         save_heatmap(kept, sweep, Path(args.heatmap), args.force)
+        for path in facet_paths(sweep, Path(args.heatmap)):  # FILE-CHECK.png: each said
+            print(f"heatmap written to {path}", file=sys.stderr)  # whole, as a path is
     if result.interrupted:
         errors.print(
             f"interrupted: kept the {result.units_done} of {sweep.units} worlds that finished "
@@ -222,7 +225,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(summary_table(summary))
     if result.interrupted:
         return EXIT_INTERRUPTED
-    gated = failed_on({n: c.counts for n, c in summary.checks.items()}, gate)
+    gated = failed_on({n: c.counts for n, c in summary.checks.items()}, gate, [s.name for s in steps])
     for line in gated:
         errors.print(line, highlight=False)
     return EXIT_GATE if gated else EXIT_OK

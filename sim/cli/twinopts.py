@@ -32,7 +32,8 @@ MAX_WALL_S = int(options.option("max_process_wall_s").default or 0)
 WALL_ENV = str(options.option("max_process_wall_s").env_name)
 #: The row's name: the mode's word, a hyphen, then the program's name (or the script's an
 #: interpreter runs) without its extension, every other character than A-Z a-z 0-9 _ - as
-#: "-": ``examples/deploy/timestamp.sh`` as --check-http is ``http-timestamp``. So the
+#: "-": ``examples/deploy/timestamp.sh`` as --check-http is ``http-timestamp`` (a program
+#: whose name starts with the mode's word keeps its name alone: ``deploy.sh``, ``deploy``). So the
 #: name is a bare TOML key and one part of a dotted key, as ``[expect]``, ``--expect
 #: NAME=OUTCOME`` and ``--set expect.NAME=OUTCOME`` need it (a dot would split the key).
 _PREFIX = {"check-http": "http", "deploy-cmd": "deploy"}
@@ -125,8 +126,15 @@ def _argv(mode: str, command: str) -> list[str]:
 
 
 def row_name(mode: str, argv: list[str]) -> str:
-    """The row's name (``_PREFIX``): ``http-timestamp`` for ``--check-http examples/deploy/timestamp.sh``."""
-    return f"{_PREFIX[mode]}-{_NOT_IN_A_KEY.sub('-', Path(_program(argv)).stem)}"
+    """The row's name (``_PREFIX``): ``http-timestamp`` for ``--check-http examples/deploy/timestamp.sh``.
+
+    A program already named for the mode is not named twice: ``--deploy-cmd deploy.sh`` is
+    ``deploy`` and ``deploy-fly.sh`` is ``deploy-fly`` (not ``deploy-deploy``).
+    """
+    word, stem = _PREFIX[mode], _NOT_IN_A_KEY.sub("-", Path(_program(argv)).stem)
+    if stem == word or stem.startswith((f"{word}-", f"{word}_")):
+        return stem
+    return f"{word}-{stem}"
 
 
 def _program(argv: list[str]) -> str:
