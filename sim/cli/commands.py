@@ -33,6 +33,7 @@ from platform_testbed.sim.cli.compareopts import (
 from platform_testbed.sim.cli.pool import seed_runner
 from platform_testbed.sim.config import options, scenario
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
+from platform_testbed.sim.config.rules import did_you_mean
 from platform_testbed.sim.config.scenario import BadInput
 from platform_testbed.sim.config.settings import first_seed, seed_range
 from platform_testbed.sim.publish.compare import SCHEMA_VERSION, compare
@@ -170,7 +171,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for key in loaded.expect:
         if key not in BUILTIN_CHECKS and key not in rows:
             # A hunt's found file expects the user's check, which is not built in: say how.
-            raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)}; "
+            raise BadInput(f"expect.{key}: unknown check{did_you_mean(key, [*BUILTIN_CHECKS, *rows])} "
+                           f"(built-in: {', '.join(BUILTIN_CHECKS)}; "
                            f"running: {', '.join(rows)}); a check of your own runs with --check "
                            f"FILE.py:NAME or package.module:NAME")
     seed = loaded.seed if args.seed is None else args.seed

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import json
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_testbed.sim.cli.checkopts import Adder
 from platform_testbed.sim.config import options
+from platform_testbed.sim.config.rules import did_you_mean
 from platform_testbed.sim.config.settings import BadInput
 
 if TYPE_CHECKING:  # the model loads with the first run, not with the parser's options
@@ -116,7 +116,8 @@ def expect_sets(items: list[str], outcomes: tuple[str, ...]) -> list[str]:
             raise BadInput(f"--expect {item!r}: a check's name has no dot (a --check-http or "
                            "--deploy-cmd row is named like http-timestamp)")
         if outcome not in outcomes:
-            raise BadInput(f"--expect {item!r}: the outcome must be one of {', '.join(outcomes)}")
+            raise BadInput(f"--expect {item!r}: the outcome must be one of {', '.join(outcomes)}"
+                           f"{did_you_mean(outcome, outcomes)}")
         sets.append(f"expect.{check}={outcome}")
     return sets
 
@@ -126,9 +127,8 @@ def fail_on(items: list[str], outcomes: tuple[str, ...]) -> frozenset[str]:
     chosen = {word.strip() for item in items for word in item.split(",") if word.strip()}
     for word in sorted(chosen):
         if word not in outcomes:
-            near = difflib.get_close_matches(word, outcomes, n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
-            raise BadInput(f"--fail-on {word!r}: not an outcome{hint}; one of {', '.join(outcomes)}")
+            raise BadInput(f"--fail-on {word!r}: not an outcome{did_you_mean(word, outcomes)}; one "
+                           f"of {', '.join(outcomes)}")
     if items and not chosen:
         raise BadInput("--fail-on: name at least one outcome")
     return frozenset(chosen)

@@ -96,7 +96,8 @@ def add_completion_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Print the script that makes SHELL complete testbed's subcommands,\n"
         "options, scenario names and check names.",
         # Raw, so each shell's line stays a line of its own (argparse refills paragraphs).
-        epilog="to install it:\n" + "\n".join(f"  {HOW[s]}" for s in SHELLS),
+        epilog="examples:\n  testbed completion bash\n  testbed completion zsh > _testbed"
+        "\n\nto install it:\n" + "\n".join(f"  {HOW[s]}" for s in SHELLS),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("shell", choices=SHELLS, help="the shell to complete in")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import shlex
 import sys
@@ -16,6 +15,7 @@ from platform_testbed.checks.drive import check_name
 from platform_testbed.sim import checkcmd
 from platform_testbed.sim.cli.checkopts import check_options
 from platform_testbed.sim.config.options import HUNT_SCENARIO, option
+from platform_testbed.sim.config.rules import did_you_mean
 from platform_testbed.sim.config.settings import BadInput, first_seed
 from platform_testbed.sim.runtime.signals import reraise_pending
 from platform_testbed.sim.show import junit
@@ -143,9 +143,8 @@ def _gate(items: list[str]) -> bool:
     """``--fail-on found``: whether a found world is a JUnit failure; BadInput for another word."""
     words = {w.strip() for item in items for w in item.split(",") if w.strip()}
     for word in sorted(words - set(GATES)):
-        near = difflib.get_close_matches(word, GATES, n=1)
         raise BadInput(f"--fail-on {word!r}: a hunt fails on {', '.join(GATES)}"
-                       + (f" (did you mean {near[0]}?)" if near else ""))
+                       f"{did_you_mean(word, GATES)}")
     if items and not words:
         raise BadInput("--fail-on: name at least one outcome")
     return bool(words)

@@ -376,17 +376,20 @@ def add_serve_parser(sub: Any) -> None:
                  "every request.",
                  examples=["testbed serve sept25-crash-loop",
                            "testbed serve sept25-crash-loop --port 4280 --token s3cret --record looks.jsonl"])
-    serve.add_argument("scenario", help="a shipped scenario name or a .toml path")
-    add_seed_option(serve, "serve")
-    options.add(serve, "port", "serve")
-    options.add(serve, "speed", "serve")
-    serve.add_argument("--token", help="the bearer token to require (default: a random one, printed)")
-    serve.add_argument("--record", metavar="FILE",
-                       help="write the looks the client took as a recording for `testbed replay`")
-    serve.add_argument("--force", action="store_true", help="write --record through a symlink")
-    options.add(serve, "horizon_s", "serve")
-    add_set_option(serve, dest="sets")
-    serve.add_argument("--json", action="store_true", help="the report as one JSON object on stdout")
+    world = serve.add_argument_group("the world")
+    world.add_argument("scenario", help="a shipped scenario name or a .toml path")
+    add_seed_option(world, "serve")
+    add_set_option(world, dest="sets")
+    options.add(world, "horizon_s", "serve")
+    server = serve.add_argument_group("the server (127.0.0.1 only)")
+    options.add(server, "port", "serve")
+    server.add_argument("--token", help="the bearer token to require (default: a random one, printed)")
+    options.add(server, "speed", "serve")
+    out = serve.add_argument_group("outputs")
+    out.add_argument("--record", metavar="FILE",
+                     help="write the looks the client took as a recording for `testbed replay`")
+    out.add_argument("--force", action="store_true", help="write --record through a symlink")
+    out.add_argument("--json", action="store_true", help="the report as one JSON object on stdout")
     serve.set_defaults(handler=_handler("serve", "serve_command"))
 
 

@@ -7,9 +7,10 @@ the command line's parser imports it.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from numbers import Integral
 
 
@@ -87,3 +88,9 @@ def env_number(name: str, default: float, most: float,
     if not _seconds(value, most):  # seconds_rule, with the text as it was written
         raise BadInput(f"{name}: {seconds_text(most)} (got {text!r})")
     return value
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean X?)`` for the choice nearest ``word`` (an edit or so away), else ""."""
+    near = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {near[0]}?)" if near else ""

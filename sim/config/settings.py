@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import stat
 import tomllib
@@ -16,6 +15,7 @@ from platform_testbed.sim.config.options import MAX_SEED, OPTIONS
 from platform_testbed.sim.config.rules import (
     ENV_CEILING,
     BadInput,
+    did_you_mean,
     env_limit,
     env_number,
     seconds_rule,
@@ -80,8 +80,7 @@ def _near_miss(model: type[Any] | None, loc: Sequence[Any]) -> str:
         if part not in fields:
             break
         model = fields[part].annotation
-    near = difflib.get_close_matches(str(loc[-1]), list(fields), n=1) if loc else []
-    return f" (did you mean {near[0]}?)" if near else ""
+    return did_you_mean(str(loc[-1]), fields) if loc else ""
 
 
 def format_error(source: str, error: ValidationError, model: type[Any] | None = None) -> str:
