@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from platform_testbed.sim.config import options
 from platform_testbed.sim.config.settings import BadInput, parse_value
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: The three forms the loader accepts (sim.checkload.loader names the same three when it refuses one).
 FORMS = "package.module:name or path/to/file.py:name"
@@ -93,6 +95,8 @@ def add_check_limits(parser: Adder, command: str) -> None:
 
 def report_path(path: str) -> Path:
     """The report's path (an argparse type): refused at once if its folder does not exist."""
+    from pathlib import Path  # noqa: PLC0415 -- only when --junit is given
+
     out = Path(path)
     if out.is_dir():
         raise argparse.ArgumentTypeError(f"{path} is a folder, expected a file name")
@@ -117,6 +121,32 @@ def add_junit_option(parser: Adder, what: str = "a test case per check and scena
     with contextlib.suppress(argparse.ArgumentError):
         parser.add_argument("--force", action="store_true",
                             help="write --junit to a device or through a symlink")
+
+
+def add_process_options(*parsers: Adder, command: str, where: str = "") -> None:
+    """Add ``--check-http``, ``--deploy-cmd`` and ``--speed`` to each parser.
+
+    ``where``: a sentence the two commands' help adds (how this command runs them).
+    """
+    for parser in parsers:
+        _add(parser, command, f"; {where}" if where else "")
+
+
+def _add(parser: Adder, command: str, note: str) -> None:
+    parser.add_argument(
+        "--check-http", action="append", default=[], metavar="COMMAND",
+        help="a real process as a check: the testbed publishes, COMMAND judges over Fly's "
+        "Machines API (FLY_API_HOSTNAME, FLY_API_TOKEN, FLY_APP_NAME); exit 0 = live, else "
+        "failed, and the pipeline rolls back; its reason is its last line on stdout, else its "
+        f"last on stderr; repeatable{note}",
+    )
+    parser.add_argument(
+        "--deploy-cmd", action="append", default=[], metavar="COMMAND",
+        help="a real deploy step: COMMAND updates the machines to FLY_IMAGE_REF, judges, and "
+        "rolls back to FLY_PREVIOUS_IMAGE_REF if it decides to; the testbed only observes; "
+        f"repeatable{note}",
+    )
+    options.add(parser, "speed", command)  # --http-timeout is a limit: the limits group's
 
 
 def check_options(items: list[str]) -> dict[str, Any]:

@@ -14,10 +14,10 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from functools import partial
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from platform_testbed.checks import BUILTIN_CHECKS, Check
-from platform_testbed.sim import checkcmd
 from platform_testbed.sim.checkload.budget import CheckBudget, check_budget
 from platform_testbed.sim.checkload.loader import build_checks, load_checks, setups
 from platform_testbed.sim.cli import expect, twinopts
@@ -40,13 +40,47 @@ from platform_testbed.sim.publish.compare import SCHEMA_VERSION, compare
 from platform_testbed.sim.publish.recording import Recorder, load_recordings, replay_all, replay_json
 from platform_testbed.sim.publish.world import run
 from platform_testbed.sim.runtime import installs
-from platform_testbed.sim.show import junit, report
+from platform_testbed.sim.show import report
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
 # As in sim.cli.parser (which cannot be imported from here: it imports this module).
 EXIT_OK, EXIT_EXPECTATION = 0, 1
+
+
+def _with_commands(names: list[str], args: argparse.Namespace) -> list[str]:
+    """The check list with each --check-cmd as a ``cmd:`` entry; the check commands' module
+    (their process code) loads only when the command line names one."""
+    if not (args.check_cmd or args.check_cmd_name):
+        return list(names)
+    from platform_testbed.sim import checkcmd  # noqa: PLC0415 -- see the docstring
+
+    return checkcmd.with_commands(names, args)
+
+
+def _command_rules(names: list[str]) -> dict[str, str]:
+    if not any(n.startswith("cmd:") for n in names):
+        return {}
+    from platform_testbed.sim import checkcmd  # noqa: PLC0415 -- see _with_commands
+
+    return checkcmd.rules(names)
+
+
+def _junit_path(args: argparse.Namespace) -> Path | None:
+    """``--junit``'s path, judged before any work; the report's module loads only for one."""
+    if args.junit is None:
+        return None
+    from platform_testbed.sim.show import junit  # noqa: PLC0415 -- xml.etree: only for a report
+
+    return junit.checked(args)
+
+
+def _write_junit(path: Path | None, suites: Callable[[Any], list[Any]]) -> None:
+    if path is not None:
+        from platform_testbed.sim.show import junit  # noqa: PLC0415 -- see _junit_path
+
+        junit.write(path, suites(junit))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -151,8 +185,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     loaded = scenario.load(args.scenario, [*args.set, *expect_sets(args.expect, scenario.OUTCOMES)])
     # Every output path is judged before the first world runs: a bad one costs nothing.
     check_outputs(args)
-    args.junit = junit.checked(args)
-    names_asked = checkcmd.with_commands(args.check, args)
+    args.junit = _junit_path(args)
+    names_asked = _with_commands(args.check, args)
     steps = twinopts.steps(args)
     twinopts.bound_wall(steps, args.runs, "run(s)")
     # A real process alone replaces the all-built-ins default, as a --check-cmd does.
@@ -193,7 +227,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                          setups=setups(built), keep_runs=keep, on_run=on_run, budget=budget,
                          steps=steps, runner=runner)
     twinopts.report_timings(steps)
-    junit.write(args.junit, [junit.compare_suite(result, fail_on=gate)])
+    _write_junit(args.junit, lambda junit: [junit.compare_suite(result, fail_on=gate)])
     if args.record:
         recorder.save(args.record, args.force)
         print(f"looks recorded to {args.record}", file=sys.stderr)
@@ -232,13 +266,13 @@ def write_timeline(
 def cmd_replay(args: argparse.Namespace) -> int:
     """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
     budget = check_budget(args)
-    args.junit = junit.checked(args)
+    args.junit = _junit_path(args)
     wanted = expect.parse(args.expect)
     recordings = load_recordings(args.recording, args.at_ms, args.publish_ms)
-    rows = replay_all(recordings, checkcmd.with_commands(args.check, args),
+    rows = replay_all(recordings, _with_commands(args.check, args),
                       check_options(args.check_opt), budget)
     misses = expect.judge(wanted, rows)
-    junit.write(args.junit, [junit.replay_suite(args.recording, rows, misses)])
+    _write_junit(args.junit, lambda junit: [junit.replay_suite(args.recording, rows, misses)])
     if args.json:
         document = expect.annotate(replay_json(args.recording, rows), wanted, misses)
         print(json.dumps(document, separators=(",", ":")))
@@ -253,10 +287,10 @@ def cmd_checks(args: argparse.Namespace) -> int:
     options.from_args("runs", args, command="checks")
     if args.seed is not None:
         first_seed(args.seed)
-    args.junit = junit.checked(args)
+    args.junit = _junit_path(args)
     reports = []
     asked = args.check or (list(BUILTIN_CHECKS) if args.check_cmd else [])
-    names = checkcmd.with_commands(asked, args)
+    names = _with_commands(asked, args)
     extra = check_options(args.check_opt)
     shipped = scenario.shipped()
     # --check-http/--deploy-cmd: a row each beside the checks', in every scenario's worlds.
@@ -278,10 +312,10 @@ def cmd_checks(args: argparse.Namespace) -> int:
                                    keep_runs=bool(args.junit), budget=budget, steps=steps,
                                    runner=runner))
             rules = {b.setup.name: _rule(b.check) for b in built}
-    rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
+    rules |= _command_rules(names)  # --check-cmd rows: the command is their rule
     rules |= twinopts.rules(steps)  # and a process's rows: its command
     twinopts.report_timings(steps)
-    junit.write(args.junit, [junit.compare_suite(r, "checks") for r in reports])
+    _write_junit(args.junit, lambda junit: [junit.compare_suite(r, "checks") for r in reports])
     if args.json:
         summary = {
             r.scenario: {check: counts.to_json() for check, counts in r.summary.items()}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +36,8 @@ def details(
     if not path:
         yield None
         return
+    import json  # noqa: PLC0415 -- only for --details
+
     from platform_testbed.sim.publish.compare import run_json  # noqa: PLC0415 -- see SeedRun
     from platform_testbed.sim.runtime.outputs import check_output, replacing  # noqa: PLC0415
 

@@ -11,7 +11,6 @@ handlers are in place: a signal during that import ends the command as it would 
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 from collections.abc import Sequence
@@ -55,6 +54,8 @@ def _suggest(parser: argparse.ArgumentParser, message: str) -> str:
     prefix = "unrecognized arguments: "
     if not message.startswith(prefix):
         return message
+    import difflib  # noqa: PLC0415 -- only for a message
+
     flags = [f for each in _chosen(parser) for action in each._actions for f in action.option_strings]
     hints = []
     for word in message.removeprefix(prefix).split():

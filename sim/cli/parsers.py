@@ -13,13 +13,14 @@ import argparse
 import textwrap
 from typing import Any
 
-from platform_testbed.sim.cli import checkopts, compareopts, twinopts
+from platform_testbed.sim.cli import checkopts, compareopts
 from platform_testbed.sim.cli.checkopts import (
     add_check_cmd_options,
     add_check_limits,
     add_check_opt_option,
     add_check_option,
     add_junit_option,
+    add_process_options,
     add_seed_option,
     add_set_option,
 )
@@ -144,7 +145,7 @@ def add_compare_parser(sub: Any) -> None:
     options.add(world, "runs", "compare")
     _checks_group(comp, "compare")
     real = comp.add_argument_group("real processes (the Machines API twin)")
-    twinopts.add_arguments(real, command="compare")
+    add_process_options(real, command="compare")
     _limits_group(comp, "compare", http=True)
     out = comp.add_argument_group("outputs")
     out.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
@@ -199,7 +200,7 @@ def add_checks_parser(sub: Any) -> None:
     options.add(world, "runs", "checks")
     _checks_group(table, "checks")
     real = table.add_argument_group("real processes (the Machines API twin)")
-    twinopts.add_arguments(real, command="checks", where="a row in every shipped scenario's worlds")
+    add_process_options(real, command="checks", where="a row in every shipped scenario's worlds")
     _limits_group(table, "checks", http=True)
     out = table.add_argument_group("outputs")
     out.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
@@ -250,7 +251,7 @@ def add_sweep_parser(sub: Any) -> None:
     add_check_opt_option(checks)
     real = parser.add_argument_group("real processes (the Machines API twin)")
     # A process needs the twin and this machine's wall clock: one world at a time, here.
-    twinopts.add_arguments(real, command="sweep", where="a row in every world; a sweep with one "
+    add_process_options(real, command="sweep", where="a row in every world; a sweep with one "
                            "runs its worlds one at a time in this process (no --workers above 1, "
                            "no --dask)")
     _limits_group(parser, "sweep", cmd=False, http=True)

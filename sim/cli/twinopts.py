@@ -18,11 +18,9 @@ from platform_testbed.sim.config import options
 from platform_testbed.sim.config.settings import BadInput
 
 if TYPE_CHECKING:
-    from platform_testbed.sim.cli.checkopts import Adder
     from platform_testbed.sim.twin.step import ProcessStep
 
-__all__ = ["DEFAULT_HTTP_TIMEOUT_S", "MAX_SPEED", "MAX_WALL_S", "WALL_ENV", "add_arguments",
-           "bound_wall", "row_name", "steps"]
+__all__ = ["DEFAULT_HTTP_TIMEOUT_S", "MAX_SPEED", "MAX_WALL_S", "WALL_ENV", "bound_wall", "row_name", "steps"]
 
 #: The registry's (sim.config.options, with the sources): a process's wall-clock limit,
 #: the fastest world, and the most wall time a command line's processes may take.
@@ -38,32 +36,6 @@ WALL_ENV = str(options.option("max_process_wall_s").env_name)
 #: NAME=OUTCOME`` and ``--set expect.NAME=OUTCOME`` need it (a dot would split the key).
 _PREFIX = {"check-http": "http", "deploy-cmd": "deploy"}
 _NOT_IN_A_KEY = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def add_arguments(*parsers: Adder, command: str, where: str = "") -> None:
-    """Add ``--check-http``, ``--deploy-cmd`` and ``--speed`` to each parser.
-
-    ``where``: a sentence the two commands' help adds (how this command runs them).
-    """
-    for parser in parsers:
-        _add(parser, command, f"; {where}" if where else "")
-
-
-def _add(parser: Adder, command: str, note: str) -> None:
-    parser.add_argument(
-        "--check-http", action="append", default=[], metavar="COMMAND",
-        help="a real process as a check: the testbed publishes, COMMAND judges over Fly's "
-        "Machines API (FLY_API_HOSTNAME, FLY_API_TOKEN, FLY_APP_NAME); exit 0 = live, else "
-        "failed, and the pipeline rolls back; its reason is its last line on stdout, else its "
-        f"last on stderr; repeatable{note}",
-    )
-    parser.add_argument(
-        "--deploy-cmd", action="append", default=[], metavar="COMMAND",
-        help="a real deploy step: COMMAND updates the machines to FLY_IMAGE_REF, judges, and "
-        "rolls back to FLY_PREVIOUS_IMAGE_REF if it decides to; the testbed only observes; "
-        f"repeatable{note}",
-    )
-    options.add(parser, "speed", command)  # --http-timeout is a limit: the limits group's
 
 
 def steps(args: argparse.Namespace) -> list[ProcessStep]:

@@ -19,9 +19,8 @@ import math
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from numbers import Integral
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from platform_testbed.sim.config.rules import (
     ENV_CEILING,
@@ -50,8 +49,7 @@ _TYPES: dict[str, type] = {"seconds": float, "factor": float, "whole": int, "see
                            "port": int, "ms": int, "folder": str}
 
 
-@dataclass(frozen=True, slots=True)
-class Option:
+class Option(NamedTuple):  # not a dataclass: its import (inspect) cost --help 20 ms
     """One option or limit: where it may be given, its default, its range and what it does."""
 
     name: str

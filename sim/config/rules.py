@@ -7,7 +7,6 @@ the command line's parser imports it.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -92,5 +91,7 @@ def env_number(name: str, default: float, most: float,
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean X?)`` for the choice nearest ``word`` (an edit or so away), else ""."""
+    import difflib  # noqa: PLC0415 -- only for a message
+
     near = difflib.get_close_matches(word, list(choices), n=1)
     return f" (did you mean {near[0]}?)" if near else ""

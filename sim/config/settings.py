@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Integral
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from platform_testbed.sim.config import options
@@ -27,6 +25,8 @@ __all__ = ["ENV_CEILING", "MAX_SEED", "BadInput", "env_limit", "env_number", "se
            "seconds_text", "whole_rule"]
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pydantic import BaseModel, ValidationError
 
 # pydantic loads with the first file validated, not with BadInput: the command line's
@@ -36,6 +36,8 @@ Model = TypeVar("Model", bound="BaseModel")
 
 def parse_value(text: str) -> Any:
     """Read a ``--set`` value as TOML (numbers, booleans, quoted strings), else as a bare string."""
+    import tomllib  # noqa: PLC0415 -- the parser imports this module; --help reads no TOML
+
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except (tomllib.TOMLDecodeError, RecursionError):
@@ -131,6 +133,8 @@ def locate(
     With ``relative_to``, a relative path that does not exist from here is taken from there.
     """
     if name_or_path.endswith(".toml") or "/" in name_or_path or os.sep in name_or_path:
+        from pathlib import Path  # noqa: PLC0415 -- see parse_value
+
         path = Path(name_or_path)
         if relative_to is not None and not path.is_absolute() and not path.exists():
             path = relative_to / path
@@ -148,6 +152,8 @@ def read_toml(path: Path, unreadable: str) -> dict[str, Any]:
     ``unreadable`` is the message for a file that cannot be read, with ``{path}`` and
     ``{reason}`` in it.
     """
+    import tomllib  # noqa: PLC0415 -- see parse_value
+
     text = read_text(path, unreadable)
     try:
         return tomllib.loads(text)
