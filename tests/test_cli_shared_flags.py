@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from platform_testbed.sim.cli.parser import build_parser
@@ -17,12 +19,28 @@ class Mine(TimestampCheck):
 """
 
 
+def _flags(command):
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices[command]
+    return {f for action in sub._actions for f in action.option_strings}
+
+
 @pytest.mark.parametrize("command", ["compare", "checks", "sweep", "hunt"])
 def test_the_commands_that_run_checks_in_worlds_take_the_four_flags(command):
     """--check, --check-opt, --set and --seed on each (hunt's --seed is hypothesis')."""
-    sub = next(a for a in build_parser()._actions if a.dest == "command").choices[command]
-    flags = {f for action in sub._actions for f in action.option_strings}
-    assert {"--check", "--check-opt", "--set", "--seed"} <= flags
+    assert {"--check", "--check-opt", "--set", "--seed"} <= _flags(command)
+
+
+def test_series_takes_check_opt_and_set_and_they_reach_every_publish(capsys):
+    """series: --set over every publish's scenario, --check-opt to every check (each publish
+    keeps its own seed, so no --seed). A cap of 10 and a 30 s look: count catches all three."""
+    from platform_testbed.sim.cli.parser import main  # noqa: PLC0415
+
+    assert {"--check", "--check-opt", "--set"} <= _flags("series")
+    assert main(["series", "sept25-three-publishes", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["late_failures"]["count"] == 3
+    assert main(["series", "sept25-three-publishes", "--json", "--set", "platform.event_log_cap=10",
+                 "--check-opt", "look_delay_s=30"]) == 1  # the file expects 3: none now
+    assert json.loads(capsys.readouterr().out)["late_failures"]["count"] == 0
 
 
 def _sweep(*argv):

@@ -128,8 +128,9 @@ def cmd_series(args: argparse.Namespace) -> int:
 
     budget = check_budget(args)
     specs = args.check or ["count", "timestamp"]
-    names = [getattr(c, "name", "") for c in load_checks(specs, {})]
-    result = run_series(args.series, specs, budget)
+    extra = check_options(args.check_opt)
+    names = [getattr(c, "name", "") for c in load_checks(specs, {}, extra)]
+    result = run_series(args.series, specs, budget, sets=args.set, extra=extra)
     if args.json:
         print(json.dumps({
             "schema_version": 1,

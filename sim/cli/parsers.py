@@ -218,10 +218,16 @@ def add_series_parser(sub: Any) -> None:
                   "publishes it let go live that the reconciler failed later. Exit 1 if "
                   "expect_late_failures fails.",
                   examples=["testbed series sept25-three-publishes",
-                            "testbed series sept25-three-publishes --check mycheck.py:Mine --json"],
+                            "testbed series sept25-three-publishes --check mycheck.py:Mine --json",
+                            "testbed series sept25-three-publishes --set platform.event_log_cap=10 "
+                            "--check-opt look_delay_s=30"],
                   status=STATUS)
     series.add_argument("series", help="a shipped series name (sept25-three-publishes) or a .toml path")
-    add_check_option(series, note="default: count and timestamp")
+    world = series.add_argument_group("the worlds (each publish keeps its own seed)")
+    add_set_option(world, what="a value of every publish's scenario")
+    checks = series.add_argument_group("checks")
+    add_check_option(checks, note="default: count and timestamp")
+    add_check_opt_option(checks)
     series.add_argument("--json", action="store_true", help="one JSON object on stdout")
     _limits_group(series, "series", cmd=False)
     series.set_defaults(handler=_handler("commands", "cmd_series"))
