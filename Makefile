@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck notebooks clean mutate bench constraints graph wheel-smoke validate-lb
+.PHONY: demo test lint typecheck notebooks clean mutate bench constraints graph wheel-smoke validate-lb docs docs-build
 
 # The venv must run Python 3.11+; one made by another Python (or half made) is named, not
 # silently reused: `make clean` removes it.
@@ -47,8 +47,9 @@ demo: $(STAMP_RUN)
 # ruff, mypy or the wheel smoke. Tests are handed out by work stealing, since a few take 20 s
 # or more (measured on a clean clone: 218 s with xdist's default, 186 s stealing).
 # Nothing waits with a core idle (2 cores): the wheel smoke (its own venv and pip, nothing of
-# .venv) starts at once, beside the install of .venv (pip is one core), and mypy runs beside
-# the parallel pass; the serial pass starts once both are done.
+# .venv) starts at once, beside the install of .venv (pip is one core), and mypy and the strict
+# docs build (about 1 CPU-s; any warning fails it) run beside the parallel pass; the serial pass
+# starts once all three are done.
 # Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: otherwise every one of the
 # suite's processes (xdist workers, the CLI under test, the pytest runs tests start) compiles
 # each module it imports from source and pytest rewrites every plugin it loads (schemathesis'
@@ -69,11 +70,27 @@ test:
 	  $(MAKE) --no-print-directory $(STAMP_DEV) && at "venv ready" && $(BIN)/ruff check .; ready=$$?; \
 	  if [ $$ready -ne 0 ]; then wait $$smoke; cat $$logs/smoke; rm -rf $$logs; exit 1; fi; \
 	  $(BIN)/mypy > $$logs/mypy 2>&1 & typing=$$!; \
+	  $(DOCS_BUILD) --site-dir $$logs/site > $$logs/docs 2>&1 & documenting=$$!; \
 	  $(PYTEST) -n $(TEST_WORKERS) --dist worksteal -m "not serial" --durations=10 tests; parallel=$$?; \
 	  at "parallel pass done"; wait $$typing; typed=$$?; cat $$logs/mypy; \
-	  wait $$smoke; smoked=$$?; cat $$logs/smoke; rm -rf $$logs; at "mypy and wheel smoke done"; \
+	  wait $$documenting; documented=$$?; grep -v '^INFO' $$logs/docs; \
+	  wait $$smoke; smoked=$$?; cat $$logs/smoke; rm -rf $$logs; at "mypy, docs and wheel smoke done"; \
 	  $(PYTEST) -p no:xdist -m serial --durations=5 tests; serial=$$?; at "serial pass done"; \
-	  test $$parallel -eq 0 -a $$serial -eq 0 -a $$typed -eq 0 -a $$smoked -eq 0
+	  test $$parallel -eq 0 -a $$serial -eq 0 -a $$typed -eq 0 -a $$documented -eq 0 -a $$smoked -eq 0
+
+# The documentation site (mkdocs.yml, Material theme) from docs/, the README as its front page.
+# `make docs` serves it with live reload on 127.0.0.1 only (DOCS_PORT=8001 for another port;
+# warnings are printed, not fatal, while you edit);
+# `make docs-build` writes site/ and fails on any warning (a broken link or anchor, a nav entry
+# with no page), as `make test` does. Nothing is fetched from the network (theme fonts are off).
+# --quiet is not used: it hides the warnings from --strict's count, so a broken link would pass.
+DOCS_PORT ?= 8000
+DOCS_BUILD := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+docs: $(STAMP_DEV)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:$(DOCS_PORT)
+
+docs-build: $(STAMP_DEV)
+	$(DOCS_BUILD)
 
 # Build the wheel, install it in a fresh venv in a temporary folder (not the checkout) and run
 # every command there: what `pip install` users get. About 35 s with a warm pip cache.

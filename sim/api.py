@@ -38,13 +38,16 @@ from platform_testbed.sim.config.scenario import Scenario, load
 from platform_testbed.sim.config.settings import (
     MAX_SEED,
     BadInput,
+    seconds_rule,
     seed_value,
     validated,
+    whole_rule,
 )
 from platform_testbed.sim.hunt.search import CheckFactory, Found, HuntResult, Progress, SpecChecks
 from platform_testbed.sim.hunt.search import hunt as _hunt
+from platform_testbed.sim.kit import testing as _kit
 from platform_testbed.sim.kit.strategies import GuaranteeBroken, assert_guarantee, worlds
-from platform_testbed.sim.kit.testing import App, drive_world, world
+from platform_testbed.sim.kit.testing import App, Run, World
 from platform_testbed.sim.publish.compare import RESULT_DTYPES, Comparison, OutcomeCounts, SeedRun
 from platform_testbed.sim.publish.compare import compare as _compare
 from platform_testbed.sim.publish.world import RunResult
@@ -79,6 +82,31 @@ ScenarioLike = Scenario | str | os.PathLike[str]
 CheckLike = Check | str
 
 
+#: The longest world the kit lays out (a scenario's ``horizon_s`` rule).
+_KIT_HORIZON_S = 1e6
+
+
+def world(*apps: App, horizon_s: float = 600.0, seed: int = 0) -> World:
+    """``sim.kit.testing.world`` at the door: each argument judged first (BadInput naming it)."""
+    if not apps:
+        raise BadInput("apps: give at least one App, e.g. world(App())")
+    for i, app in enumerate(apps):
+        if not isinstance(app, App):
+            raise BadInput(f"apps[{i}]: must be an App, e.g. App(crash_after_ms=2500) "
+                           f"(got {type(app).__name__})")
+    horizon = seconds_rule("horizon_s", horizon_s, _KIT_HORIZON_S)
+    return _kit.world(*apps, horizon_s=horizon, seed=seed_value("seed", seed))
+
+
+def drive_world(check: Check, w: World, max_looks: int = 2_000) -> Run:
+    """``sim.kit.testing.drive_world`` at the door: each argument judged first (BadInput naming it)."""
+    if not _is_check(check):
+        raise BadInput(f"check: must be {_CHECK_OBJECT} (got {type(check).__name__})")
+    if not isinstance(w, World):
+        raise BadInput(f"w: must be a World, from world(App(), ...) (got {type(w).__name__})")
+    return _kit.drive_world(check, w, max_looks=whole_rule("max_looks", max_looks))
+
+
 def load_scenario(name_or_path: str | os.PathLike[str], sets: Sequence[str] | str = ()) -> Scenario:
     """A shipped scenario by name, or a TOML file by path, with ``--set KEY=VALUE`` overrides.
 
@@ -107,7 +135,8 @@ def _is_check(check: object) -> bool:
     return callable(getattr(check, "next", None)) and not isinstance(check, type)
 
 
-_CHECK_RULE = "a spec such as 'count' or a check object with a next() method"
+_CHECK_OBJECT = "a check object with a next() method"
+_CHECK_RULE = f"a spec such as 'count' or {_CHECK_OBJECT}"
 
 
 def _checks(checks: Sequence[CheckLike] | CheckLike) -> list[CheckLike]:

@@ -30,7 +30,7 @@ from platform_testbed.sim.config import scenario
 from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.hunt.search import Found, HuntResult
 from platform_testbed.sim.publish.world import RunResult
-from platform_testbed.sim.runtime.outputs import replacing
+from platform_testbed.sim.runtime.outputs import OutputFailed, replacing
 from platform_testbed.sim.show.explore import traced_runs
 from platform_testbed.sim.show.plot import save_timeline
 from platform_testbed.sim.sweep import load_sweep, run_sweep
@@ -263,7 +263,7 @@ def test_a_failed_hunt_write_keeps_the_previous_files(
         (folder / name).write_bytes(PREVIOUS)
     seen: list[str] = []
     _interrupt_hunt_writer(monkeypatch, _disk_full, seen, folder)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(OutputFailed, match="No space left"):
         hunt_output.write_found(_hunt_result(), folder, "--check count")
     assert any(name.endswith(".tmp") for name in seen)
     assert [(folder / name).read_bytes() for name in NAMES] == [PREVIOUS, PREVIOUS]
@@ -325,7 +325,7 @@ def test_a_failure_while_details_stream_keeps_the_previous_file(tmp_path: Path) 
             handle.write("{}\n")
             _disk_full()
 
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(OutputFailed, match="No space left"):
         stream()
     assert target.read_bytes() == PREVIOUS
     assert [p.name for p in tmp_path.iterdir()] == ["runs.jsonl"]

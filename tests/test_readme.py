@@ -1,4 +1,8 @@
-"""Every figure in the README marked as a command's output is what that command prints now."""
+"""Every figure of the README and of docs/ marked as a command's output is what that command prints now.
+
+The blocks and figures live on whichever page tells their story (the README is the front page;
+docs/sept25.md, docs/checks.md, ... the rest): each test finds them across all pages, so a
+figure moved between pages keeps its test, and one said twice (or nowhere) fails."""
 
 from __future__ import annotations
 
@@ -15,9 +19,11 @@ import pytest
 
 from platform_testbed.sim.cli.parser import main
 from platform_testbed.sim.config.profiles import PROFILES
+from tests.doc_blocks import PAGES, ROOT, output_blocks, page_name
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-BLOCK = re.compile(r"<!-- output: testbed (.+?) -->\n(.*?)<!-- end output -->\n", re.S)
+README = ROOT / "README.md"
+#: The command outputs the pages showed when the README was split into the site (issue 31): nine.
+SHOWN_OUTPUTS = 9
 
 
 @pytest.fixture(autouse=True)
@@ -27,18 +33,19 @@ def _in_a_fresh_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-def _blocks() -> list[tuple[str, str]]:
-    return BLOCK.findall(README.read_text(encoding="utf-8"))
+BLOCKS = output_blocks()
 
 
-def test_the_readme_marks_its_command_outputs():
-    """The README's result blocks are marked, so this test has something to check."""
-    assert len(_blocks()) >= 3
+def test_the_pages_mark_their_command_outputs():
+    """The pages' result blocks are marked (none lost in a move), and the front page shows one."""
+    assert len(BLOCKS) >= SHOWN_OUTPUTS
+    assert any(page == README for page, _, _ in BLOCKS)
 
 
-@pytest.mark.parametrize(("command", "shown"), _blocks(), ids=[c for c, _ in _blocks()])
-def test_readme_output_matches_its_command(command: str, shown: str, capsys):
-    """The block under `<!-- output: testbed … -->` is the command's stdout today."""
+@pytest.mark.parametrize(("page", "command", "shown"), BLOCKS,
+                         ids=[f"{page_name(p)}: {c}" for p, c, _ in BLOCKS])
+def test_readme_output_matches_its_command(page: Path, command: str, shown: str, capsys):
+    """The block under `<!-- output: testbed … -->`, on any page, is the command's stdout today."""
     main(shlex.split(command))
     printed = capsys.readouterr().out
     fenced = shown.startswith("```")
@@ -49,9 +56,13 @@ def test_readme_output_matches_its_command(command: str, shown: str, capsys):
 CAP_ROW = re.compile(r"^\| (\d+) +\| (\d+) (\w+) \| (\d+) (\w+) \|$", re.M)
 
 
+def _site() -> str:
+    return "\n".join(page.read_text(encoding="utf-8") for page in PAGES)
+
+
 def test_readme_cap_table_matches_the_simulator(capsys):
     """The cap table's outcome counts are what --set platform.event_log_cap=N gives over 100 seeds."""
-    rows = CAP_ROW.findall(README.read_text(encoding="utf-8"))
+    rows = CAP_ROW.findall(_site())
     assert len(rows) >= 4
     for cap, count_n, count_outcome, ts_n, ts_outcome in rows:
         main(["compare", "sept25-crash-loop", "--runs", "100", "--seed", "0", "--check", "count",
@@ -62,10 +73,10 @@ def test_readme_cap_table_matches_the_simulator(capsys):
 
 
 LINK = re.compile(r"\]\(([^)#\s]+)\)")
-DOCS = [README, *sorted((README.parent / "docs").rglob("*.md"))]
+DOCS = list(PAGES)
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=[str(d.relative_to(README.parent)) for d in DOCS])
+@pytest.mark.parametrize("doc", DOCS, ids=[page_name(d) for d in DOCS])
 def test_docs_point_inside_the_repository(doc: Path):
     """No README or doc points at a folder outside the repository (../shared was one)."""
     text = doc.read_text(encoding="utf-8")
@@ -88,14 +99,17 @@ def test_the_readme_links_both_incident_write_ups():
 
 # --- the sample scenario and the figures quoted in prose or tables, each against its command ---
 
-TEXT = README.read_text(encoding="utf-8")
+TEXT = _site()
 
 
 def _quoted(pattern: str) -> tuple[str, ...]:
-    """The groups of the one place in the README that ``pattern`` matches (prose may wrap)."""
-    found = re.findall(pattern.replace(" ", r"\s+"), TEXT, re.S)
-    assert len(found) == 1, f"the README should say this once: {pattern}"
-    return found[0] if isinstance(found[0], tuple) else (found[0],)
+    """The groups of the one place in the pages that ``pattern`` matches (prose may wrap)."""
+    found = [(page, hit) for page in PAGES
+             for hit in re.findall(pattern.replace(" ", r"\s+"), page.read_text(encoding="utf-8"), re.S)]
+    where = [page_name(p) for p, _ in found]
+    assert len(found) == 1, f"the pages should say this once, not in {where}: {pattern}"
+    hit = found[0][1]
+    return hit if isinstance(hit, tuple) else (hit,)
 
 
 def _number(text: str) -> float:
@@ -103,9 +117,8 @@ def _number(text: str) -> float:
 
 
 def test_the_sample_scenario_holds_its_own_expectations(tmp_path: Path, capsys):
-    """The TOML under "Writing a scenario", saved as printed, passes its [expect] (exit 0) over 10 seeds."""
-    section = TEXT[TEXT.index("## Writing a scenario"):]
-    body = re.search(r"```toml\n(.*?)```", section, re.S)
+    """The TOML of docs/scenarios.md, saved as printed, passes its [expect] (exit 0) over 10 seeds."""
+    body = re.search(r"```toml\n(.*?)```", (ROOT / "docs" / "scenarios.md").read_text(encoding="utf-8"), re.S)
     assert body is not None
     (tmp_path / "my-world.toml").write_text(body.group(1), encoding="utf-8")
     assert main(["compare", "my-world.toml"]) == 0

@@ -2,7 +2,8 @@
 
 Run ``.venv/bin/python tools/regen_goldens.py`` and commit the result with the reason in
 the message: each scenario script's ``.out``, each rollout scenario's ``.out`` and the
-README blocks marked ``<!-- output: testbed ... -->``. The tests that read these files
+blocks marked ``<!-- output: testbed ... -->`` on every page of the documentation (the
+README and ``docs/``: ``tests/doc_blocks.PAGES``). The tests that read these files
 only remember; the tests beside them (expectations, oracles, properties) judge.
 """
 
@@ -24,6 +25,7 @@ from platform_testbed.sim.cli.parser import main  # noqa: E402
 from platform_testbed.sim.config import scenario  # noqa: E402
 from platform_testbed.sim.rollout.config import rollouts_dir, shipped  # noqa: E402
 from platform_testbed.sim.show.table import DEFAULT_WIDTH  # noqa: E402
+from tests.doc_blocks import PAGES  # noqa: E402
 
 # Tables are drawn at COLUMNS (sim/show/table.py): the goldens at the width off a terminal,
 # whatever terminal runs this (tests/conftest.py pins the same for the tests).
@@ -49,7 +51,6 @@ def main_() -> None:
     for name in sorted(shipped()):
         text = _stdout(main, ["rollout", name, "--runs", "5"])
         (rollouts_dir() / f"{name}.out").write_text(text, encoding="utf-8")
-    readme = ROOT / "README.md"
 
     def fill(match: re.Match[str]) -> str:
         printed = _stdout(main, shlex.split(match.group(2))).strip() + "\n"
@@ -57,7 +58,10 @@ def main_() -> None:
         body = f"```\n{printed}```\n" if fenced else printed
         return match.group(1) + body + match.group(4)
 
-    readme.write_text(BLOCK.sub(fill, readme.read_text(encoding="utf-8")), encoding="utf-8")
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        if (filled := BLOCK.sub(fill, text)) != text:
+            page.write_text(filled, encoding="utf-8")
 
 
 if __name__ == "__main__":

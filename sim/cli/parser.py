@@ -118,17 +118,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     finally:
         quiet_handlers(previous)
-    from platform_testbed.sim.runtime.signals import (  # noqa: PLC0415 -- checks loads with a command
+    from platform_testbed.sim.runtime.outputs import command_output  # noqa: PLC0415 -- checks loads with a command
+    from platform_testbed.sim.runtime.signals import (  # noqa: PLC0415
         HungUp,
         Terminated,
         exit_on_signals,
         restore_signals,
     )
+    from platform_testbed.sim.show.table import settle_columns  # noqa: PLC0415 -- rich: a command's
 
     installed = exit_on_signals()
+    settle_columns()  # a bad COLUMNS is ignored, as terminals do: rich would raise on "²"
     try:
         check_environment()  # every variable of the registry by its rule, before any work
-        code: int = args.handler(args)
+        with command_output():  # stdout and file writes that fail: one line, exit 2
+            code: int = args.handler(args)
     except KeyboardInterrupt:
         print("testbed: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

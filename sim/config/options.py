@@ -267,8 +267,6 @@ _ENTRIES = (
            "below it a run's events grow without useful bound"),
     Option("scenarios", "a folder of scenario files read in place of the shipped ones (its "
            "sweeps/, series/ and rollouts/ too)", "folder", env=True, default_text="the shipped ones"),
-    Option("columns", "the width tables are drawn at", "whole", None, 10_000, env="COLUMNS",
-           default_text="the terminal's"),
 )
 
 #: Every entry by name: the one place an option's flag, variable, default and range live.

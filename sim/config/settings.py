@@ -202,14 +202,10 @@ def _read_at_most(handle: Any, size: int) -> bytes:
     return b"".join(pieces)
 
 
-def columns_env() -> int | None:
-    """COLUMNS as a width, or None if unset (the registry's ``columns`` rule)."""
-    width: int | None = OPTIONS["columns"].from_env(os.environ)
-    return width
-
-
 def check_environment() -> None:
-    """Every TESTBED_* limit, COLUMNS and SOURCE_DATE_EPOCH by its rule, before any work.
+    """Every TESTBED_* limit and SOURCE_DATE_EPOCH by its rule, before any work.
+
+    (Not COLUMNS: a bad one is ignored, as terminals and libraries do; ``sim.show.table``.)
 
     BadInput for the first bad one.
     """

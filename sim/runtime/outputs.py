@@ -14,22 +14,165 @@ A directory, a missing folder, a folder we cannot write in are bad input. A devi
 the node or the link itself (as root, ``--record /dev/null`` would replace the system's
 ``/dev/null``). With ``--force`` a device is written in place, and a link is followed to
 the file it names, which is then replaced atomically.
+
+A write that fails anyway (a full disk, a read-only mount, stdout on ``/dev/full``) is
+``OutputFailed``: a ``BadInput``, so one line naming what could not be written and exit 2,
+the previous file kept. A reader that went away (``BrokenPipeError``) is let through: the
+command line ends that with 141. The API, for every writer of a command's output:
+
+* ``write_atomic`` / ``write_atomic_bytes`` / ``replacing`` / ``save_figure``: a file;
+* ``emit(text)``: a line on stdout, flushed (``serve``'s lines, printed while it runs);
+* ``writing(what)``: any other write, its ``OSError`` named as ``what``; ``guarded(handle,
+  what)``: a handle written over a long run (a sweep's rows) whose writes do the same;
+* ``command_output()``: a whole command (``sim.cli.parser.main``): stdout is guarded for
+  its run and flushed at its end, and an ``OSError`` that escapes anyway ends as one line.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import re
 import stat
+import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, AnyStr, Protocol, TextIO, cast
 
 from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.runtime.signals import held
+
+#: What ``OutputFailed`` names when standard output failed.
+STDOUT = "stdout"
+
+
+class OutputFailed(BadInput):
+    """A write of the command's output failed (a full disk, a read-only folder): exit 2."""
+
+    def __init__(self, what: object, error: OSError) -> None:
+        super().__init__(f"cannot write {_reason(error, what)}")
+        #: What could not be written: a path, or ``STDOUT``.
+        self.what = what
+
+
+def _reason(error: OSError, what: object) -> str:
+    """``error`` on one line: ``what: No space left on device (ENOSPC)``."""
+    reason = " ".join((error.strerror or str(error) or type(error).__name__).split())
+    code = errno.errorcode.get(error.errno or 0)
+    return (f"{what}: " if what is not None else "") + reason + (f" ({code})" if code else "")
+
+
+@contextlib.contextmanager
+def writing(what: object) -> Iterator[None]:
+    """An ``OSError`` in the block becomes ``OutputFailed`` naming ``what`` (a closed pipe stays
+    ``BrokenPipeError``: the command line's 141)."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise OutputFailed(what, error) from None
+
+
+def emit(text: str, *, end: str = "\n", stream: TextIO | None = None) -> None:
+    """Write ``text`` and ``end`` to ``stream`` (default: stdout) and flush it, through ``writing``."""
+    out = sys.stdout if stream is None else stream
+    with writing(STDOUT if out is sys.stdout else getattr(out, "name", "a stream")):
+        out.write(text + end)
+        out.flush()
+
+
+class Guarded:
+    """A file or stream whose failed write or flush is ``OutputFailed`` naming ``what``.
+
+    Every other attribute is the wrapped one's (``fileno``, ``isatty``, ``encoding``), so
+    print, json.dump and rich write through it unchanged.
+    """
+
+    def __init__(self, stream: IO[Any], what: object) -> None:
+        self._stream = stream
+        self._what = what
+
+    def write(self, data: Any) -> int:
+        """Write ``data`` (text or bytes, as the stream takes)."""
+        with writing(self._what):
+            return self._stream.write(data)
+
+    def writelines(self, lines: Iterable[Any]) -> None:
+        """Write each of ``lines``."""
+        with writing(self._what):
+            self._stream.writelines(lines)
+
+    def flush(self) -> None:
+        """Flush what the stream buffers."""
+        with writing(self._what):
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def guarded(handle: IO[AnyStr], what: object) -> IO[AnyStr]:
+    """``handle`` as a ``Guarded`` (typed as the handle it wraps)."""
+    return cast("IO[AnyStr]", Guarded(handle, what))
+
+
+@contextlib.contextmanager
+def command_output() -> Iterator[None]:
+    """Run a command with its stdout guarded: every way its output can fail ends as one line.
+
+    During the block, a write to stdout that fails is ``OutputFailed`` ("cannot write
+    stdout: No space left on device (ENOSPC)"); at its end stdout is flushed the same way,
+    so no buffered line is lost at exit. An ``OSError`` that escapes a writer not routed
+    through this module ends as ``OutputFailed`` too, naming its file when it has one. Once
+    stdout has failed, what it still buffers is dropped (its descriptor points at
+    ``/dev/null``), so Python's own flush at exit prints no "Exception ignored" traceback.
+    """
+    real = sys.stdout
+    sys.stdout = Guarded(real, STDOUT)
+    try:
+        try:
+            yield
+        finally:
+            sys.stdout = real
+        with writing(STDOUT):
+            real.flush()
+    except BrokenPipeError:
+        raise
+    except OutputFailed as failed:
+        _settle(real, failed.what == STDOUT)
+        raise
+    except OSError as error:
+        _settle(real, False)
+        # Not known to be a write (a writer elsewhere, or a read): said as the system says it.
+        raise BadInput(_reason(error, error.filename)) from None
+
+
+def _settle(stream: TextIO, failed: bool) -> None:
+    """Flush what ``stream`` holds, or drop it if it cannot be written (``failed``: it could
+    not): Python's own flush at exit then has nothing to fail on."""
+    if not failed:
+        try:
+            stream.flush()
+            return
+        except (OSError, ValueError):
+            pass
+    _drop(stream)
+
+
+def _drop(stream: TextIO) -> None:
+    """Point ``stream``'s descriptor at ``/dev/null``: what it buffers goes nowhere, quietly.
+
+    (A stream with no descriptor, as under pytest's capture, is left as it is.)
+    """
+    with contextlib.suppress(OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
 
 
 def check_output(option: str, path: Path, force: bool = False) -> Path:
@@ -137,13 +280,14 @@ _PS_DATE = re.compile(rb"^%%CreationDate: [^\n]*\n", re.MULTILINE)
 
 def _write(path: Path, write: Callable[[Any], None], how: dict[str, Any]) -> None:
     """Write ``path`` through ``write`` with a file opened as ``how`` says (see write_atomic)."""
-    if is_special(path):
-        # A device or a pipe may block for ever (a FIFO nobody reads): Ctrl-C ends it now.
-        with path.open(**how) as handle:
+    with writing(path):
+        if is_special(path):
+            # A device or a pipe may block for ever (a FIFO nobody reads): Ctrl-C ends it now.
+            with path.open(**how) as handle:
+                write(handle)
+            return
+        with held(), _beside(path.resolve(), how) as handle:
             write(handle)
-        return
-    with held(), _beside(path.resolve(), how) as handle:
-        write(handle)
 
 
 @contextlib.contextmanager
@@ -155,12 +299,13 @@ def replacing(path: Path, *, newline: str | None = None) -> Iterator[IO[str]]:
     and rename hold Ctrl-C and SIGTERM (the run itself must stay interruptible).
     """
     how: dict[str, Any] = {"mode": "w", "encoding": "utf-8", "newline": newline}
-    if is_special(path):
-        with path.open(**how) as handle:
+    with writing(path):
+        if is_special(path):
+            with path.open(**how) as handle:
+                yield handle
+            return
+        with _beside(path.resolve(), how, hold_commit=True) as handle:
             yield handle
-        return
-    with _beside(path.resolve(), how, hold_commit=True) as handle:
-        yield handle
 
 
 @contextlib.contextmanager

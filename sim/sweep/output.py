@@ -19,7 +19,14 @@ from platform_testbed.sim.config.scenario import OUTCOMES
 from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.publish.compare import SCHEMA_VERSION, OutcomeCounts
 from platform_testbed.sim.runtime.frames import FLOAT, INT, TEXT, frame
-from platform_testbed.sim.runtime.outputs import check_output, is_special, replacing, write_atomic
+from platform_testbed.sim.runtime.outputs import (
+    check_output,
+    guarded,
+    is_special,
+    replacing,
+    write_atomic,
+    writing,
+)
 from platform_testbed.sim.runtime.signals import held
 from platform_testbed.sim.show.table import Table, fit, width, wrap
 from platform_testbed.sim.sweep.file import Sweep
@@ -393,9 +400,10 @@ def _unnamed_beside(target: Path) -> Iterator[IO[str]]:
         with replacing(target, newline="") as handle:
             yield handle
         return
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-        yield handle
-        with held():  # the commit: a signal now waits until the file is in place
+    handle = os.fdopen(fd, "w", encoding="utf-8", newline="")
+    try:
+        yield guarded(handle, target)  # a disk that fills: one line, not a traceback
+        with held(), writing(target):  # the commit: a signal now waits until the file is in place
             handle.flush()
             os.fsync(fd)
             umask = os.umask(0)
@@ -408,6 +416,9 @@ def _unnamed_beside(target: Path) -> Iterator[IO[str]]:
                 with contextlib.suppress(OSError):
                     os.unlink(named)
                 raise
+    finally:
+        with contextlib.suppress(OSError):  # a failed write's buffer: it must not mask the error
+            handle.close()
 
 
 def _link_beside(fd: int, folder: Path, name: str) -> Path:
