@@ -32,8 +32,9 @@ plain SimPy and NumPy, no model code: the previous release launched and the roll
 machines' crash loops writing the profile's events, the site's timeline, each check's
 ``next`` called directly, the first verdict acting (go live and the reconciler's passes
 to its late failure, or the rollback restoring the previous release), checks that decided
-otherwise riding a new world of the same seed that replays their waits, the oracle run to
-the first crash, the traffic's Poisson draw, the rows. Before the timing, every timed
+otherwise riding on in a copy of the world made just before the verdict acted (as the
+model's ``sim.publish.forking``), the oracle going on from such a copy to the first crash,
+the traffic's Poisson draw, the rows. Before the timing, every timed
 world is run on both sides untimed: the twin's rows (verdicts, decided times, rollback,
 late failure, ground truth, every count) must equal the model's, and the SimPy events the
 two process must be the same number, or the bench stops. The twin covers only this
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import gc
 import heapq
+import itertools
 import os
 import random
 import statistics
@@ -180,6 +182,18 @@ class _BareRider:
         self.decided_at = 0.0
 
 
+@dataclass(slots=True)
+class _Step:
+    """Machine ``i``'s next step on its timeout: ``step(world, i)`` (a fork rebinds it)."""
+
+    world: _BareWorld
+    i: int
+    step: Callable[[_BareWorld, int], None]
+
+    def __call__(self, _: simpy.events.Event) -> None:
+        self.step(self.world, self.i)
+
+
 class _BareWorld:
     """One world of the sweep's scenario in plain SimPy: the previous release, the roll, the
     machines' crash loops with their events, the site's timeline, the checks riding it until
@@ -203,7 +217,7 @@ class _BareWorld:
         #: Each log newest first, as the last look built it (None: written since), as the
         #: model's event log keeps its view: a look rebuilds only what changed.
         self.views: list[tuple[Event, ...] | None] = [None] * n
-        self.pending: list[simpy.Timeout | None] = [None] * n
+        self.pending: list[simpy.Event | None] = [None] * n
         self.starts = [0] * n
         self.budgets = [[0, 0.0, False] for _ in range(n)]  # used, opened, spent
         self.crashes: list[list[tuple[float, str]]] = [[] for _ in range(n)]
@@ -224,6 +238,9 @@ class _BareWorld:
         self.rollback: str | None = None
         self.late_failure_at_s: float | None = None
         self.first_crash: simpy.Event | None = None
+        self.then: _BareWorld | None = None  # the copy made where the first verdict acted
+        self.forked = False
+        self.known = False  # an earlier world of the seed proved the release bad
 
     # -- the machines ----------------------------------------------------------------
     def ms(self) -> int:
@@ -251,7 +268,7 @@ class _BareWorld:
 
     def after(self, i: int, delay: float, step: Callable[[int], None]) -> None:
         timeout = self.env.timeout(delay)
-        timeout.callbacks.append(lambda _: step(i))
+        timeout.callbacks.append(_Step(self, i, step.__func__))  # type: ignore[attr-defined]
         self.pending[i] = timeout
 
     def begin(self, i: int, image: str) -> None:
@@ -411,13 +428,20 @@ class _BareWorld:
         # Riders whose look is the very next event of this instant look before the verdict
         # acts (SimPy's queue front, as ``sim.publish.sharing._Shared`` reads it).
         queue, env = self.env._queue, self.env
+        taken = []
         while queue and queue[0][0] == env.now and id(queue[0][3]) in self.looks_due:
-            other, k = self.looks_due.pop(id(heapq.heappop(queue)[3]))
+            entry = heapq.heappop(queue)
+            other, k = self.looks_due[id(entry[3])]
+            taken.append((entry, other))
             if id(other) not in self.gone:
                 self.ride(other, k)
-        for other in self.riders:
-            if other not in self.members:
-                self.leave(other)
+        # The others ride on in a copy of this world as it is now (as ``sim.publish.forking``
+        # copies the model's), and so does the oracle after a rollback no crash proved.
+        away = [r for r in self.riders if r not in self.members]
+        if away or not (action[0] or self.known or self.release_crashed()):
+            self.then = self.fork(away, [e for e, r in taken if r not in self.members])
+        for other in away:
+            self.leave(other)
         if action[0]:
             self.live = "release"
             self.site_changed()
@@ -448,9 +472,61 @@ class _BareWorld:
     def release_crashed(self) -> bool:
         return any(t >= self.at and image == "release" for c in self.crashes for t, image in c)
 
+    def fork(self, riders: list[_BareRider], taken: list[Any]) -> _BareWorld:
+        """This world now in a new environment, ``riders`` riding on (their looks ``taken``
+        off the queue put back): every list copied, every queued callback rebound."""
+        new = _BareWorld.__new__(_BareWorld)
+        new.__dict__.update(self.__dict__)
+        env = simpy.Environment(self.env.now)
+        new.env = env
+        new.rngs = []
+        for rng in self.rngs:
+            stream = random.Random.__new__(random.Random)
+            stream.setstate(rng.getstate())
+            new.rngs.append(stream)
+        new.states, new.images, new.views = list(self.states), list(self.images), list(self.views)
+        new.logs = [log.copy() for log in self.logs]
+        new.starts = list(self.starts)
+        new.budgets = [list(b) for b in self.budgets]
+        new.crashes = [list(c) for c in self.crashes]
+        new.segments = list(self.segments)
+        new.riders, new.members, new.away, new.gone = list(riders), [], [], set()
+        new.acting, new.looks_due, new.then, new.forked = None, {}, None, True
+        pending = {id(t): i for i, t in enumerate(self.pending) if t is not None}
+        new.pending = [None] * len(self.pending)
+        entries = list(self.env._queue) + list(taken)
+        queue: list[Any] = []
+        for at, priority, eid, event in entries:
+            copy = simpy.Event(env)
+            copy._ok, copy._value = True, None
+            callbacks = event.callbacks
+            if id(event) in pending:
+                step = cast(_Step, callbacks[0])
+                copy.callbacks = [_Step(new, step.i, step.step)]
+                new.pending[pending[id(event)]] = copy
+            elif id(event) in self.looks_due:
+                rider, k = self.looks_due[id(event)]
+                if rider not in riders:
+                    continue
+                copy.callbacks = [new.due]
+                new.looks_due[id(copy)] = (rider, k)
+            else:
+                assert callbacks == [simpy.core.StopSimulation.callback], callbacks
+                copy.callbacks = list(callbacks)
+            heapq.heappush(queue, (at, priority, eid, copy))
+        env._queue = queue
+        env._eid = itertools.count(next(self.env._eid))
+        return new
+
     def run(self) -> None:
-        self.env.process(self.publish())
-        self.env.run(until=self.sc.horizon_s)
+        if self.forked:
+            for rider in self.riders:  # copied in the publish's step: first answers now
+                if not rider.waits and not rider.done:
+                    self.ride(rider, -1)
+            self.env.run()
+        else:
+            self.env.process(self.publish())
+            self.env.run(until=self.sc.horizon_s)
         if not self.diverged:
             self.proved_bad = self.release_crashed()
         if self.acting is None:
@@ -463,6 +539,13 @@ class _BareWorld:
         self.first_crash = env.event()
         env.process(self.publish())
         env.run(until=env.any_of([self.first_crash, env.timeout(self.sc.horizon_s)]))
+        return self.release_crashed()
+
+    def rest(self) -> bool:
+        """The oracle from a copy on: to the first release crash, or the copied horizon."""
+        self.first_crash = self.env.event()
+        self.first_crash.callbacks.append(simpy.core.StopSimulation.callback)
+        self.env.run()
         return self.release_crashed()
 
     def tally(self) -> tuple[int, int, int, int, float]:
@@ -527,8 +610,9 @@ def bare_sweep_world(sweep: Sweep, unit: int) -> list[dict[str, Any]]:
     The point's scenario and check objects are built by the same calls the sweep makes
     (``Sweep.scenario``, ``load_checks``): input, the same on both sides. The rest is
     plain SimPy: the checks ride one world until one decides; its verdict acts; checks
-    that decided otherwise ride a new world of the same seed replaying their waits;
-    the oracle runs when no world proved the release bad; each world's traffic is tallied.
+    that decided otherwise ride on in a copy of the world made just before it acted;
+    the oracle goes on from such a copy when no world proved the release bad; each
+    world's traffic is tallied.
     """
     point, seed_index = divmod(unit, len(sweep.seeds))
     seed = sweep.seeds[seed_index]
@@ -538,14 +622,22 @@ def bare_sweep_world(sweep: Sweep, unit: int) -> list[dict[str, Any]]:
     checks = load_checks(list(sweep.checks), sc.check)
     riders = [_BareRider(c) for c in checks]
     worlds: list[_BareWorld] = []
-    waiting = riders
     with gc_paused():
-        while waiting:
-            world = _BareWorld(sc, seed, waiting)
+        world: _BareWorld | None = _BareWorld(sc, seed, riders)
+        oracle = None
+        while world is not None:
+            world.known = any(w.proved_bad for w in worlds)
             world.run()
             worlds.append(world)
-            waiting = world.away
-        bad = any(w.proved_bad for w in worlds) or _BareWorld(sc, seed).oracle()
+            then, world = world.then, None
+            if worlds[-1].away:
+                assert then is not None
+                world = then
+            elif then is not None:
+                oracle = then
+        bad = any(w.proved_bad for w in worlds)
+        if not bad and not any(not w.diverged and w.env.now >= sc.horizon_s for w in worlds):
+            bad = oracle.rest() if oracle is not None else _BareWorld(sc, seed).oracle()
     head: dict[str, Any] = {"point": point, "seed": seed} | dict(zip(sweep.keys, values, strict=True))
     rows: dict[int, dict[str, Any]] = {}
     for world in worlds:

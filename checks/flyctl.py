@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal, Protocol
 
@@ -147,10 +147,12 @@ class FlyctlSmokeCheck:
 
     Ported from superfly/flyctl at commit ``ad0172fa`` (FLYCTL_COMMIT), the path
     ``internal/command/deploy/plan.go`` runs (``updateMachinesWRecovery``), line by line
-    where one check object can follow it. flyctl takes that path only when
-    ``deploy-retries`` > 0 (``machines_deploymachinesapp.go`` ``updateExistingMachines``
-    l.603-610); its default, ``auto``, reads a LaunchDarkly flag (``deploy.go`` l.626-634)
-    whose value is not public.
+    where one check object can follow it. flyctl takes that path when ``deploy-retries``
+    > 0 (``machines_deploymachinesapp.go`` ``updateExistingMachines`` l.603-610); its
+    default, ``auto``, reads a LaunchDarkly flag (``deploy.go`` l.626-634) whose exact
+    value is not public, but plain ``fly deploy`` does take it: public 2026 deploy logs
+    (quoted in issue 30's review) print lines only plan.go writes, "Waiting for machine
+    ... to reach a good state" (l.612) and "Unrecoverable error:" (l.542).
 
     1. **Skipped machines.** ``machines_launchinput.go`` ``shouldSkipLaunch`` l.296-315:
        a machine whose pre-deploy state is not started, starting or failed (``LAUNCHED``)
@@ -176,13 +178,19 @@ class FlyctlSmokeCheck:
        ``stopped`` and so passes this wait.
     3. **Listen-address wait.** ``machines_deploymachinesapp.go``
        ``warnAboutIncorrectListenAddress`` l.1316-1383, called by ``updateMachineWChecks``
-       after the wait and before the smoke check, once per process group (the first
-       machine to get there): it polls the machine's processes for up to
-       ``max(15 s, largest grace_period)`` and ends early once the app listens on the
-       expected port. What it sees on a machine that is not started is not public:
-       assumed no listener, so a first machine that settled in any state but started
-       waits ``listen_wait_s`` in full; one that settled started is assumed to listen at
-       once. 0 turns the wait off (no TCP service).
+       after the settled-state wait whatever state it returned (plan.go discards it:
+       ``_, err := waitForMachineState``) and before the smoke check, once per process
+       group (the first machine to get there). ``waitForExpectedListenAddresses``
+       (l.1391-1480) polls ``GetProcesses`` for up to ``max(15 s, largest grace_period)``:
+       it returns at once when the call fails ("let's not fail the whole deployment"),
+       and ends once every expected TCP port has a non-loopback listener. A started
+       machine is assumed to listen at once (the model has no app that starts before it
+       binds). What the call answers for a machine that is not started is not public:
+       ``listen_reading = "ps-fails"`` (the default, flyctl's code path for a machine
+       with no processes to list: the call fails, no wait) or ``"no-listener"`` (an
+       empty process list: the first machine waits ``listen_wait_s`` in full, this
+       port's reading before issue 30). ``testbed compare SCENARIO --check flyctl-smoke``
+       prints the verdict under each reading. ``listen_wait_s`` 0 turns the wait off.
     4. **Smoke check, per machine.** ``leasable_machine.go`` ``WaitForSmokeChecksToPass``
        l.314-365: a 10 s context opened when the waits above returned; reads at once, then
        after jpillora/backoff v1.0.0's wait (Min 0.5 s, Max 2 s, Factor 2, Jitter:
@@ -257,9 +265,13 @@ class FlyctlSmokeCheck:
     #: ``long-poll``: a wait state entered at any moment counts (flyctl); ``sampled``: only
     #: one a look catches (this port's reading before issue 19).
     wait_reading: Literal["long-poll", "sampled"] = "long-poll"
-    #: The listen-address wait before the first machine's smoke check; 0: none (no TCP
-    #: service, or a listener found at once).
+    #: The listen-address wait before the first machine's smoke check when it runs in full
+    #: (``listen_reading = "no-listener"``); 0: none (no TCP service).
     listen_wait_s: float = field(default=LISTEN_WAIT_S, metadata=SECONDS)
+    #: What the listen-address wait meets on a machine that settled in a state but started
+    #: (not public, see 3. above): ``ps-fails`` (flyctl's code path on a process list call
+    #: that fails: no wait) or ``no-listener`` (an empty list: the full ``listen_wait_s``).
+    listen_reading: Literal["ps-fails", "no-listener"] = "ps-fails"
     #: The seed of the smoke backoff's jitter draws; None: the upper bounds, no jitter.
     jitter_seed: int | None = None
     #: ``seeded``: the smoke backoff is jittered as jpillora's is, from ``jitter_seed``
@@ -399,7 +411,7 @@ class FlyctlSmokeCheck:
             if not progress.listened:
                 # plan.go: once per process group, the first machine to get there.
                 progress.listened = True
-                if settled[1] != "started":
+                if settled[1] != "started" and self.listen_reading == "no-listener":
                     opened += in_ms(self.listen_wait_s)
             # flyctl reads at once when the window opens; a long poll may open it between
             # looks, so that read is taken at this look.
@@ -426,17 +438,23 @@ class FlyctlSmokeCheck:
 
     def _pool_wait(self, r: Rollout, latest: Look) -> Wait:
         """Wait until the soonest read, window end, wait tick or timeout, or the retry."""
-        at = latest.at_ms
+        retry = () if r.retry_at is None else (r.retry_at - latest.at_ms,)
+        return self._soonest(r, r.running, latest.at_ms, r.wait_from.__getitem__, retry)
+
+    def _soonest(self, progress: _Progress, machine_ids: Iterable[str], at: int,
+                 wait_from: Callable[[str], int], more: Iterable[float] = ()) -> Wait:
+        """The wait until the soonest step of ``machine_ids``: a read or a window's end once a
+        machine's window opened, else the next of waitForMachineState's ticks (every
+        ``poll_s`` from ``wait_from(id)``, its update or the publish) or its timeout."""
         window_ms = in_ms(self.window_s)
-        waits: list[float] = [] if r.retry_at is None else [r.retry_at - at]
-        for mid in r.running:
-            if mid in r.opened:
-                waits.append(min(r.due[mid], r.opened[mid] + window_ms) - at)
+        waits = list(more)
+        for mid in machine_ids:
+            if mid in progress.opened:
+                waits.append(min(progress.due[mid], progress.opened[mid] + window_ms) - at)
             else:
-                start = r.wait_from[mid]
+                start = wait_from(mid)
                 tick = self._tick_at_or_after(at + 1, start)
-                left_ms = start + in_ms(self.wait_timeout_s) - at
-                waits.append(min(tick - at, left_ms))
+                waits.append(min(tick - at, start + in_ms(self.wait_timeout_s) - at))
         return wait_at_least(to_s(min(waits)))
 
     def _settled_at(
@@ -488,21 +506,8 @@ class FlyctlSmokeCheck:
 
     def _wait(self, state: _Reads, latest: Look, publish_started_ms: int) -> Wait:
         """Wait until the soonest read or deadline of a machine still undecided."""
-        opened, due, done = state.opened, state.due, state.done
-        window_ms = in_ms(self.window_s)
-        waits = []
-        for machine in latest.machines:
-            if machine.id in done:
-                continue
-            if machine.id in opened:
-                deadline = opened[machine.id] + window_ms
-                waits.append(min(due[machine.id], deadline) - latest.at_ms)
-            else:
-                # The next of waitForMachineState's ticks (every poll_s from the publish).
-                tick = self._tick_at_or_after(latest.at_ms + 1, publish_started_ms)
-                left_ms = publish_started_ms + in_ms(self.wait_timeout_s) - latest.at_ms
-                waits.append(min(tick - latest.at_ms, left_ms))
-        return wait_at_least(to_s(min(waits)))
+        undecided = [m.id for m in latest.machines if m.id not in state.done]
+        return self._soonest(state, undecided, latest.at_ms, lambda _: publish_started_ms)
 
     def _uptime_ms(self, machine: MachineSnapshot) -> int:
         started = most_recent_start_after_launch(machine.events)
@@ -591,3 +596,15 @@ class FlyctlSampledSmokeCheck(FlyctlSmokeCheck):
 
     wait_reading: Literal["long-poll", "sampled"] = "sampled"
     name = "flyctl-smoke-sampled"
+
+
+@dataclass(frozen=True)
+class FlyctlNoListenerSmokeCheck(FlyctlSmokeCheck):
+    """``flyctl-smoke`` with the no-listener reading of the listen-address wait, under its own name.
+
+    Beside ``flyctl-smoke`` in one sweep or region, each world gives both readings:
+    ``checks = ["flyctl-smoke", "platform_testbed.checks.flyctl:FlyctlNoListenerSmokeCheck"]``.
+    """
+
+    listen_reading: Literal["ps-fails", "no-listener"] = "no-listener"
+    name = "flyctl-smoke-no-listener"

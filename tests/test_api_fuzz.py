@@ -168,6 +168,13 @@ CALLS: dict[str, tuple[Callable[..., object], st.SearchStrategy[tuple[list[objec
         st.fixed_dictionaries({}, optional={"checks": either("count"), "seed": either(None, 3),
                                             "path": either(None),  # a good one: test_figures_glance
                                             "options": either(None, {"look_delay_s": 5})}))),
+    # The test kit's doors (issue 32): its worlds and its drive, judged before the kit runs.
+    "world": (api.world, st.tuples(
+        st.lists(either(api.App(), api.App(crash_after_ms=None)), min_size=0, max_size=2),
+        st.fixed_dictionaries({}, optional={"horizon_s": either(60), "seed": either(0, 3)}))),
+    "drive_world": (api.drive_world, st.tuples(
+        st.tuples(either(_Fine()), either(api.world(api.App(), horizon_s=60))).map(list),
+        st.fixed_dictionaries({}, optional={"max_looks": either(100)}))),
     "heatmap": (api.heatmap, st.tuples(
         st.lists(either(_tiny_sweep()), min_size=1, max_size=1),
         st.fixed_dictionaries({}, optional={"x": either(None, "release.crash_after_s"),

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from platform_testbed.sim.publish import sharing
 from platform_testbed.sim.publish.world import ground_truth
 from platform_testbed.sim.sweep import load_sweep
 from platform_testbed.sim.sweep.file import validation_env
@@ -42,12 +41,7 @@ BENCH = _bench()
 
 @given(st.integers(0, SWEEP.units - 1))
 def test_the_twin_gives_the_models_rows_from_as_many_events(unit: int) -> None:
-    # The model shares one world between the checks unless this process has learned that
-    # sharing saves nothing for them (sim.publish.sharing._GAINS): earlier tests in the same
-    # xdist worker must not decide that, so each example starts with nothing learned (the
-    # twin always shares, as a fresh process does).
-    with pytest.MonkeyPatch.context() as patch, BENCH.counting_steps() as model_events:
-        patch.setattr(sharing, "_GAINS", {})
+    with BENCH.counting_steps() as model_events:
         model = unit_rows([unit], SWEEP)
     with BENCH.counting_steps() as twin_events:
         twin = BENCH.bare_sweep_world(SWEEP, unit)

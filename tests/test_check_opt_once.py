@@ -25,6 +25,7 @@ COMMANDS = {
     "checks": ["checks", "--runs", "1"],
     "sweep": ["sweep", "sept25-unknowns", "--no-progress"],
     "hunt": ["hunt", "--no-progress"],
+    "series": ["series", "sept25-three-publishes"],
 }
 
 
@@ -41,7 +42,7 @@ def _check_opt(parser: argparse.ArgumentParser) -> argparse.Action | None:
 
 
 def test_the_commands_with_check_opt_are_the_ones_tested_here():
-    """Walking the parser finds --check-opt on exactly compare, replay, checks, sweep and hunt."""
+    """Walking the parser finds --check-opt on exactly compare, replay, checks, sweep, hunt and series."""
     having = {name for name, p in _subcommands().items() if _check_opt(p) is not None}
     assert having == set(COMMANDS)
 

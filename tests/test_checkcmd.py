@@ -201,11 +201,13 @@ def test_a_command_that_answers_an_invalid_object_is_an_error(tmp_path):
     assert "field 'verdict.ok' must be true or false" in error
 
 
-def test_a_command_that_answers_twice_is_an_error(tmp_path):
-    """Two lines for one request would shift every later answer: refused."""
-    twice = '{"wait": 1}\n{"wait": 1}'
+def test_a_command_that_answers_twice_has_its_second_line_read_as_the_next_answer(tmp_path):
+    """The n-th line answers the n-th request: a second line for one request is the answer
+    to the next, whenever it arrives, so the error is the same every time (issue 32)."""
+    twice = '{"wait": 1}\njunk'
     command = _python_child(tmp_path, ANSWERS_EVERY_LINE.format(answer=twice))
-    assert "wrote more than one line for one request" in _error_of(command)
+    error = _error_of(command)
+    assert "run-1 after 1 look(s): answered junk: not JSON" in error
 
 
 def test_a_command_that_cannot_start_is_an_error(tmp_path):

@@ -159,16 +159,25 @@ def test_reached_at_is_the_earliest_wait_state_since_the_publish() -> None:
 
 
 def test_the_first_machine_settled_not_started_waits_for_its_listen_address() -> None:
-    """plan.go: the listen-address wait (15 s) delays the first machine's smoke window."""
+    """plan.go, read as no-listener: the listen-address wait (15 s) delays the first window."""
     gave_up = snap("stopped", 1_000, crash(900, 0, restarting=False), UPDATE, RAN, LAUNCH)
     up = snap("started", 1_000, start(800), UPDATE, mid="m2")  # no launch listed: no uptime
     looks = [Look(T0 + 1_000, (gave_up, up))]
+    no_listener = FlyctlSmokeCheck(listen_reading="no-listener")
     # Both waits end at plan.go's +1.0 s tick (waitForMachineState checks every 1 s): m1
     # reads stopped there, so its window opens at +16.0 s; m2 is read at once.
-    assert FlyctlSmokeCheck().next(T0, looks) == Wait(0.5)  # m2's next read, at +1.5 s
+    assert no_listener.next(T0, looks) == Wait(0.5)  # m2's next read, at +1.5 s
     alone = [Look(T0 + 1_000, (gave_up,))]
-    assert FlyctlSmokeCheck().next(T0, alone) == Wait(15.0)
-    assert FlyctlSmokeCheck(listen_wait_s=0).next(T0, alone) == Wait(0.5)
+    assert no_listener.next(T0, alone) == Wait(15.0)
+    assert FlyctlSmokeCheck(listen_reading="no-listener", listen_wait_s=0).next(T0, alone) == Wait(0.5)
+
+
+def test_by_default_the_listen_wait_returns_at_once_on_a_machine_not_started() -> None:
+    """flyctl's code path: GetProcesses fails on a machine with no processes, so no wait."""
+    gave_up = snap("stopped", 1_000, crash(900, 0, restarting=False), UPDATE, RAN, LAUNCH)
+    alone = [Look(T0 + 1_000, (gave_up,))]
+    assert FlyctlSmokeCheck().listen_reading == "ps-fails"
+    assert FlyctlSmokeCheck().next(T0, alone) == Wait(0.5)
 
 
 @given(seed=st.integers(0, 2**32), attempt=st.integers(0, 12), machine=st.text(max_size=8))

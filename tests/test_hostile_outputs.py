@@ -69,6 +69,16 @@ def test_stdout_on_dev_full_is_one_line_and_2(argv: list[str]) -> None:
     _one_line(proc.stderr, "cannot write stdout: No space left on device")
 
 
+def test_stdout_closed_is_one_line_and_2() -> None:
+    """stdout closed before the start (``>&-``; Python's sys.stdout is None): one line, 2."""
+    proc = subprocess.run([sys.executable, "-m", "platform_testbed", "list"], stdout=None,
+                          stderr=subprocess.PIPE, text=True, timeout=60, check=False,
+                          env=os.environ | {"PYTHONPATH": str(ROOT)},
+                          preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 2, proc.stderr
+    _one_line(proc.stderr, "cannot write stdout: stdout is closed (EBADF)")
+
+
 @pytest.mark.parametrize("option", ["--record", "--details"])
 def test_a_full_disk_under_a_file_option_keeps_the_previous_file(
     option: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -12,7 +12,8 @@ from rich.console import Console
 
 from platform_testbed.sim.cli.parser import main
 from platform_testbed.sim.show import table
-from platform_testbed.sim.show.table import DEFAULT_WIDTH, MAX_COLUMNS, columns_env, settle_columns
+from platform_testbed.sim.show.columns import MAX_COLUMNS, columns_env, settle_columns
+from platform_testbed.sim.show.table import DEFAULT_WIDTH
 
 BAD = ("abc", "0", "-5", "²", "1e3", " ", "８０")
 

@@ -19,7 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SIM = ROOT / "sim"
 #: A variable the testbed sets for its own children (sim/checkcmd/child.py), never read
 #: from a person: not an option.
-NOT_OPTIONS = {"TESTBED_CHECK_PROCESS"}
+NOT_OPTIONS = {"TESTBED_CHECK_PROCESS", "TESTBED_VTIME_SHM"}  # the second: vtime's clock file, to its library
+#: A variable a person may set that still lives in another helper's module, to move into the
+#: registry by its owner (the report says so): listed, so a new one is not missed.
+PENDING = {"TESTBED_VTIME_CACHE": "sim/vtime/build.py"}
 #: Defaults still stated beside the registry in another helper's file, each to be read from
 #: the registry by its owner (the report says so); held equal here meanwhile.
 KNOWN = {("sim/twin/step.py", "timeout_s"): "http_timeout_s"}
@@ -148,7 +151,7 @@ def test_variables_and_flags_are_named_only_in_the_registry():
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
                     node.value.startswith("TESTBED_") and node.value.isidentifier() and \
-                    node.value not in NOT_OPTIONS | {"TESTBED_"}:
+                    node.value not in NOT_OPTIONS | set(PENDING) | {"TESTBED_"}:
                 found.append(f"{where}: {node.value}")
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" \
                     and where not in OWN_PROGRAMS:

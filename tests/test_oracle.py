@@ -488,7 +488,8 @@ def _flyctl_options(check: FlyctlSmokeCheck) -> dict[str, object]:
             "backoff_min_s": check.backoff_min_s, "backoff_max_s": check.backoff_max_s,
             "wait_timeout_s": check.wait_timeout_s, "wait_states": check.wait_states,
             "poll_s": check.poll_s, "wait_reading": check.wait_reading,
-            "listen_wait_s": check.listen_wait_s}
+            # The no-listener reading waits in full; flyctl's code path (ps-fails) not at all.
+            "listen_wait_s": check.listen_wait_s if check.listen_reading == "no-listener" else 0.0}
 
 
 def _min_healthy_options(check: MinHealthyTimeCheck) -> dict[str, object]:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from platform_testbed.checks import BUILTIN_CHECKS, Check, Verdict, Wait
+from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET
 from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config import scenario
-from platform_testbed.sim.publish import sharing
+from platform_testbed.sim.publish import forking, sharing
+from platform_testbed.sim.publish import world as world_module
 from platform_testbed.sim.publish.sharing import run_checks
-from platform_testbed.sim.publish.world import RunResult, run
+from platform_testbed.sim.publish.world import RunResult, World, build, run, start
 
 _PROFILES = ["minimal", "fly-exit-start", "fly-restart-start", "fly-start-starting",
              "fly-restart-double-start"]
@@ -136,31 +139,81 @@ def test_either_way_of_running_gives_the_per_check_results(
     assert run_checks(loaded, seed, checks, share=share) == _solo(loaded, seed, checks)
 
 
-def test_sharing_stops_where_it_saves_nothing_and_is_tried_again_now_and_then() -> None:
-    """Checks that decide apart (a world each) share for the first calls only, then once
-    every SHARE_PROBE_EVERY calls; checks that share a world keep sharing."""
-    apart = sharing._Gain()
-    chosen = []
-    for _ in range(4 + 2 * sharing.SHARE_PROBE_EVERY):
-        chosen.append(apart.share())
-        if chosen[-1]:
-            apart.saw(6, 6)
-    assert chosen[:4] == [True] * 4
-    probes = [i for i, shared in enumerate(chosen) if shared][4:]
-    assert probes == [4 + sharing.SHARE_PROBE_EVERY - 1, 4 + 2 * sharing.SHARE_PROBE_EVERY - 1]
-    together = sharing._Gain()
-    for _ in range(50):
-        assert together.share()
-        together.saw(1, 2)
+def _counting(monkeypatch: Any) -> dict[str, int]:
+    """Count, in ``run_checks``, the worlds built from time 0, oracles from time 0, copies
+    made and oracles gone on from a copy."""
+    counts = dict.fromkeys(("build", "ground_truth", "fork", "rest_crashes"), 0)
+    for name in counts:
+        original = getattr(sharing, name)
+
+        def counted(*args: Any, _name: str = name, _original: Any = original) -> Any:
+            counts[_name] += 1
+            return _original(*args)
+
+        monkeypatch.setattr(sharing, name, counted)
+    return counts
 
 
-def test_run_checks_learns_per_list_of_checks(monkeypatch: Any) -> None:
-    """run_checks keeps one tally per list of check names, fed by the worlds it simulates."""
-    monkeypatch.setattr(sharing, "_GAINS", {})
+def test_a_seed_is_simulated_from_time_0_once(monkeypatch: Any) -> None:
+    """count and timestamp decide apart in the incident's world: one world from time 0 a
+    seed, the other verdict rides on in a copy, and no oracle from time 0."""
     loaded = scenario.load("sept25-crash-loop")
     checks = load_checks(["count", "timestamp"], loaded.check)
-    for seed in range(3):
-        run_checks(loaded, seed, checks)
-    gain = sharing._GAINS[("count", "timestamp")]
-    assert gain.shared == 3
-    assert 0.5 <= gain.worlds <= 1.0
+    expected = [_solo(loaded, seed, checks) for seed in range(20)]
+    counts = _counting(monkeypatch)
+    assert [run_checks(loaded, seed, checks) for seed in range(20)] == expected
+    assert counts["build"] == 20
+    assert counts["ground_truth"] == 0
+    assert counts["fork"] >= 10  # they do decide apart (count passes, timestamp fails)
+
+
+def test_the_oracle_goes_on_from_the_copy(monkeypatch: Any) -> None:
+    """A rollback before any crash leaves the truth open: the oracle goes on from the copy
+    made where the verdict acted, not from time 0, and finds what ``run`` finds."""
+    loaded = scenario.load("slow-crash-loop")
+    checks: list[Check] = [_Scripted("early", [0.5], False)]
+    expected = _solo(loaded, 3, checks)
+    counts = _counting(monkeypatch)
+    assert run_checks(loaded, 3, checks) == expected
+    assert (counts["build"], counts["ground_truth"], counts["rest_crashes"]) == (1, 0, 1)
+    assert expected[0].bad
+
+
+def test_a_world_that_cannot_be_copied_is_simulated_again(monkeypatch: Any) -> None:
+    """Where no copy can be made, the checks that ride on replay their looks in a new world."""
+    loaded = scenario.load("sept25-crash-loop")
+    checks = load_checks(["count", "timestamp"], loaded.check)
+    expected = [_solo(loaded, seed, checks) for seed in range(5)]
+    monkeypatch.setattr(sharing, "fork", lambda *args: None)
+    counts = _counting(monkeypatch)
+    assert [run_checks(loaded, seed, checks) for seed in range(5)] == expected
+    assert counts["build"] > 5
+
+
+@settings(max_examples=40, deadline=None)
+@given(_worlds(), st.floats(0.0, 60.0))
+def test_a_copied_world_goes_on_as_the_original(case: tuple[scenario.Scenario, int],
+                                                at_s: float) -> None:
+    """A world copied at any time and both run on give the same platform, event for event,
+    as a world never copied."""
+    loaded, seed = case
+
+    def world_to(until: float | None) -> World:
+        made = build(loaded, seed, trace=True)
+        start(made, partial(world_module._publish, made, None, DEFAULT_CHECK_BUDGET))
+        made.env.run(until=loaded.horizon_s if until is None else until)
+        return made
+
+    def story(made: World) -> Any:
+        return ([(m.state, m.log.records, m.crashes, m.history, m.all_events, m.log.dropped)
+                 for m in made.machines], made.site.segments, made.env.now)
+
+    reference = story(world_to(None))
+    original = world_to(loaded.publish.at_s + at_s)
+    copied = forking.fork(original, lambda event, env: None)
+    if copied is None:  # something waits on the world (fly-proxy's autostart): not copied
+        return
+    original.env.run(until=loaded.horizon_s)
+    copied.env.run(until=loaded.horizon_s)
+    assert story(copied) == reference
+    assert story(original) == reference

@@ -12,6 +12,7 @@ import pytest
 import platform_testbed.sim.sweep.units as sweep_units
 from platform_testbed.sim.cli.parser import main as run_cli
 from platform_testbed.sim.config.scenario import BadInput
+from platform_testbed.sim.runtime.outputs import OutputFailed
 from platform_testbed.sim.sweep import load_sweep, read_rows, run_sweep, write_rows
 from platform_testbed.sim.sweep.heatmap import heatmap, miss_grid
 
@@ -133,7 +134,7 @@ def test_write_is_atomic(tmp_path: Path, local_rows: list[dict[str, Any]]) -> No
             raise OSError("disk full")
 
     broken = [*local_rows[:5], local_rows[5] | {"requests": Unprintable()}]
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(OutputFailed, match="disk full"):  # one line naming the file (issue 32)
         write_rows(out, sweep, broken)
     assert out.read_bytes() == before
     assert os.listdir(tmp_path) == ["rows.csv"]

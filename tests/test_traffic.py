@@ -29,6 +29,26 @@ def test_the_rekeyed_draw_is_the_fresh_generators_stream(seed, rps, lengths):
     assert all(n == 0 for n, length in zip(counts, lengths, strict=True) if length <= 0)
 
 
+@given(seed=st.integers(0, 2**64 - 1), rps=st.floats(0.1, 500), lengths=st.lists(
+    st.sampled_from([0.0, 0.5, 3.0, 100.0]), min_size=2, max_size=4),
+    other=st.permutations([0, 1, 2, 3]))
+def test_a_kept_total_gives_the_fresh_generators_split(seed, rps, lengths, other):
+    """A second world of the seed with the same span (its Poisson total kept) is split as a
+    fresh generator(seed) splits it, however its segments lie (one with all the time too)."""
+    again = [lengths[i] for i in other if i < len(lengths)]
+    if sum(again) != sum(lengths):  # a different float sum: not the same span
+        return
+    requests_per_segment(seed, rps, lengths)
+    counts = requests_per_segment(seed, rps, again)
+    total_s = sum(length for length in again if length > 0)
+    if total_s <= 0:
+        assert counts == [0] * len(again)
+        return
+    rng = generator(seed)
+    total = int(rng.poisson(rps * total_s))
+    assert counts == rng.multinomial(total, [length / total_s for length in again]).tolist()
+
+
 def test_counts_follow_a_poisson_process():
     """Over many seeds each segment's count has mean and variance rps x length (Poisson)."""
     rps, lengths = 5.0, [10.0, 40.0, 150.0]

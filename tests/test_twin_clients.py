@@ -36,7 +36,7 @@ def test_curl_publishes_and_waits(session: Session) -> None:
     """curl updates the machine to the release and the server-side wait returns started."""
     script = """
       set -eu
-      base="http://$FLY_API_HOSTNAME/v1/apps/$FLY_APP_NAME/machines/m1"
+      base="$FLY_API_HOSTNAME/v1/apps/$FLY_APP_NAME/machines/m1"
       curl -sf -H "Authorization: Bearer $FLY_API_TOKEN" -H 'Content-Type: application/json' \
         -d "{\\"config\\": {\\"image\\": \\"$FLY_IMAGE_REF\\"}}" "$base" >/dev/null
       curl -sf -H "Authorization: Bearer $FLY_API_TOKEN" "$base/wait?state=started&timeout=30"
@@ -51,7 +51,7 @@ def test_curl_publishes_and_waits(session: Session) -> None:
 def test_node_fetch_publishes_and_waits(session: Session) -> None:
     """Node's fetch does the same: update, then wait, and reads the release's image back."""
     script = """
-      const base = `http://${process.env.FLY_API_HOSTNAME}/v1/apps/${process.env.FLY_APP_NAME}/machines`;
+      const base = `${process.env.FLY_API_HOSTNAME}/v1/apps/${process.env.FLY_APP_NAME}/machines`;
       const headers = {Authorization: `Bearer ${process.env.FLY_API_TOKEN}`,
                        'Content-Type': 'application/json'};
       const up = await fetch(`${base}/m1`, {method: 'POST', headers,

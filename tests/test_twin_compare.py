@@ -237,7 +237,7 @@ def test_check_http_gets_the_api_and_no_image(tmp_path: Path) -> None:
     finally:
         del os.environ["FLY_IMAGE_REF"]
     seen = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
-    assert seen["FLY_API_HOSTNAME"].startswith("127.0.0.1:")
+    assert seen["FLY_API_HOSTNAME"].startswith("http://127.0.0.1:")
     assert seen["FLY_APP_NAME"] == "healthy-release"
     assert seen["FLY_API_TOKEN"]
     assert "FLY_IMAGE_REF" not in seen

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process g
 #: Reads the fleet twice as a check-http step would (list, then one machine) and keeps the
 #: bodies it was served; exits 0 (live).
 READS = """#!/bin/sh
-base="http://$FLY_API_HOSTNAME/v1/apps/$FLY_APP_NAME/machines"
+base="$FLY_API_HOSTNAME/v1/apps/$FLY_APP_NAME/machines"
 curl -sS -H "Authorization: Bearer $FLY_API_TOKEN" "$base" > "{out}/list.json"
 sleep 0.2
 curl -sS -H "Authorization: Bearer $FLY_API_TOKEN" "$base/m1" > "{out}/get.json"

@@ -72,13 +72,15 @@ def test_sweep_gives_the_process_a_row_in_every_world(
 
 
 @pytest.mark.parametrize(("extra", "message"), [
-    (["--workers", "2"], "--workers 2: a sweep with --check-http runs one world at a time"),
-    (["--dask", "tcp://127.0.0.1:1"], "--dask: a sweep with --check-http runs here"),
+    (["--workers", "2", *FAST], "--workers 2: a sweep with --check-http on the scaled clock "
+                                "runs one world at a time"),
+    (["--dask", "tcp://127.0.0.1:1"], "--dask: a sweep with --check-http runs on this machine"),
 ])
 def test_sweep_with_a_process_refuses_a_pool(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: list[str], message: str
 ) -> None:
-    """A process needs this machine's wall clock: more workers or Dask are refused, one line."""
+    """A process runs on this machine (no Dask), and on the wall clock one world at a time
+    (more workers are refused): one line each."""
     out = tmp_path / "rows.csv"
     assert main(["sweep", str(_sweep_file(tmp_path)), "--check-http", "true", *extra,
                  "--out", str(out)]) == 2

@@ -63,8 +63,10 @@ RULES: dict[str, frozenset[str]] = {
                                     "sim.show"}),
     "sim.hunt": frozenset(_BASE | {"sim.runtime", "sim.checkload", "sim.platform", "sim.publish",
                                    "sim.show", "sim.checkcmd"}),
+    # sim.vtime: the preload clock for real processes (standard library only).
+    "sim.vtime": frozenset(),
     "sim.twin": frozenset(_BASE | {"sim.runtime", "sim.checkload", "sim.platform", "sim.publish",
-                                   "sim.show"}),
+                                   "sim.show", "sim.vtime"}),
     "sim.cli": frozenset({"checks", "sim.config", "sim.runtime", "sim.checkcmd", "sim.checkload",
                           "sim.platform", "sim.publish", "sim.show", "sim.rollout", "sim.sweep",
                           "sim.hunt", "sim.twin"}),

@@ -27,7 +27,7 @@ WAIT_TIMEOUT_S="${WAIT_TIMEOUT_S:-60}"
 case "$RULE" in timestamp|count) ;; *) echo "RULE must be timestamp or count" >&2; exit 2 ;; esac
 case "$STEP" in deploy) : "${FLY_IMAGE_REF:?STEP=deploy needs FLY_IMAGE_REF}" ;; check) ;;
   *) echo "STEP must be deploy or check" >&2; exit 2 ;; esac
-BASE="http://$FLY_API_HOSTNAME/v1/apps/$FLY_APP_NAME"
+BASE="$FLY_API_HOSTNAME/v1/apps/$FLY_APP_NAME"
 
 api() {  # api METHOD PATH [BODY]: the JSON body on stdout; non-2xx: message, exit 2
   local method=$1 path=$2 body=${3:-} out status

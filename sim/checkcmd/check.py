@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 from platform_testbed.checks.model import Look
 from platform_testbed.checks.protocol import Step
-from platform_testbed.sim.checkcmd.child import Child, ExternalCheckError
+from platform_testbed.sim.checkcmd.child import Child, ExternalCheckError, end_all
 from platform_testbed.sim.checkcmd.wire import (
     AnswerError,
     look_to_api,
@@ -28,6 +29,15 @@ DEFAULT_TIMEOUT_S = float(option("check_cmd_timeout_s").default or 0)
 MAX_TIMEOUT_S = float(option("check_cmd_timeout_s").most or 0)
 #: After stdin closes, how long a polite child gets to exit before it is killed.
 CLOSE_GRACE_S = 1.0
+#: The work one run may cost, whatever the count of its looks: the bytes of its requests
+#: together (a process that never takes the incremental mode is sent every look again in
+#: each request, so a run of n looks costs n^2 / 2 looks' bytes: an endless ``{"wait": 0}``
+#: ran past 45 s on the way to the 10,000-look limit) ...
+MAX_RUN_REQUEST_BYTES = 256 << 20
+#: ... and the wall-clock time of its answers together, in per-answer timeouts (30 s at the
+#: default 5 s; --check-cmd-timeout raises both). Assumed: a check that does arithmetic answers
+#: in milliseconds, so a run of hundreds of looks costs well under one timeout.
+RUN_TIMEOUTS = 6
 #: Interpreters whose first script argument names the check better than they do.
 _INTERPRETERS = frozenset(
     {"node", "nodejs", "deno", "bun", "python", "python3", "sh", "bash", "ruby", "perl", "php"}
@@ -89,6 +99,8 @@ class CommandCheck:
         self._run_publish_ms: int | None = None
         self._looks: list[Look] = []
         self._looks_json: list[str] = []
+        # The work this run has cost so far: bytes sent, seconds waited for answers.
+        self._run_bytes, self._run_s = 0, 0.0
         # What the running child was told: offered the incremental mode, took it, and the
         # run and number of its looks its last request brought it up to.
         self._offered = self._incremental = False
@@ -116,6 +128,7 @@ class CommandCheck:
             self._run = f"run-{self._runs}"
             self._run_publish_ms = publish_started_ms
             self._looks, self._looks_json = [], []
+            self._run_bytes, self._run_s = 0, 0.0
         for look in looks[len(self._looks) :]:
             self._looks.append(look)
             self._looks_json.append(json.dumps(look_to_api(look), separators=(",", ":")))
@@ -148,7 +161,7 @@ class CommandCheck:
                     raise ExternalCheckError(f"cannot start ({error.strerror or error})") from None
                 self._offered = self._incremental = False
             line, offer = self._request(publish_started_ms)
-            answer = self._child.exchange(line, self.timeout_s)
+            answer = self._exchange(self._child, line)
             try:
                 step, opted = read_answer(answer, offered=offer)
             except AnswerError as error:
@@ -169,16 +182,44 @@ class CommandCheck:
             self._stop(grace_s=0)
             raise
 
+    def _exchange(self, child: Child, line: str) -> str:
+        """``child.exchange``, within what is left of this run's budget (bytes and seconds)."""
+        self._run_bytes += len(line)
+        if self._run_bytes > MAX_RUN_REQUEST_BYTES:
+            raise ExternalCheckError(
+                f"this run's requests passed {MAX_RUN_REQUEST_BYTES >> 20} MiB, each carrying every "
+                "look so far (answer the first request with \"incremental\": true to be sent "
+                "only the new ones: docs/check-protocol.md)")
+        budget_s = RUN_TIMEOUTS * self.timeout_s
+        limit = min(self.timeout_s, budget_s - self._run_s)
+        started = time.monotonic()
+        try:
+            return child.exchange(line, limit)
+        except ExternalCheckError:
+            if limit < self.timeout_s and time.monotonic() - started >= limit:
+                raise ExternalCheckError(
+                    f"this run's answers took over {budget_s:g} s together ({RUN_TIMEOUTS} "
+                    f"times the {self.timeout_s:g} s one answer may take; --check-cmd-timeout "
+                    "raises both)") from None
+            raise
+        finally:
+            self._run_s += time.monotonic() - started
+
     @property
     def incremental(self) -> bool:
         """Whether the running child took the incremental mode (docs/check-protocol.md)."""
         return self._incremental
 
+    def _release(self) -> Child | None:
+        """Let go of the running child, if any, and return it (to be closed by the caller)."""
+        child, self._child = self._child, None
+        return child
+
     def _stop(self, grace_s: float) -> None:
         # Let go of the child first: the driver's limit raises again every 50 ms until the
         # cut call returns, and a second raise inside close() once left this check holding
         # a half-closed child, whose closed pipes the next run read (EBADF).
-        child, self._child = self._child, None
+        child = self._release()
         if child is not None:
             child.close(grace_s)
 
@@ -204,6 +245,10 @@ def _differ(a: Look, b: Look) -> bool:
 
 
 def close_all() -> None:
-    """Close every command check still open (the command line calls this when it ends)."""
-    for check in list(_LIVE):
-        check.close()
+    """Close every command check still open (the command line calls this when it ends):
+    their children end together, in one grace (``sim.checkcmd.child.end_all``)."""
+    checks = list(_LIVE)
+    children = [child for check in checks if (child := check._release()) is not None]
+    for check in checks:
+        _LIVE.discard(check)
+    end_all(children, CLOSE_GRACE_S)

@@ -10,9 +10,11 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from platform_testbed.sim.checkcmd.wire import shorten
 
@@ -21,6 +23,8 @@ MAX_ANSWER_BYTES = 1 << 20
 #: Stderr kept per child (the newest bytes) and lines of it quoted in an error.
 STDERR_KEEP_BYTES = 64 * 1024
 STDERR_TAIL_LINES = 3
+#: Chunks of stderr read at one go (64 KiB each): the rest waits for the next select.
+_STDERR_READS = 16
 
 
 class ExternalCheckError(RuntimeError):
@@ -143,18 +147,35 @@ _HELD = frozenset({signal.SIGALRM, signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold ``_HELD`` in this thread for the block: a kill cut halfway leaves processes.
+def _signals_held(mask: bool = True) -> Iterator[None]:
+    """Hold ``_HELD`` for the block: a kill cut halfway leaves processes.
 
     The driver's limit (``sim.runtime.signals.under_alarm``) raises every 50 ms until the
     cut call returns, and on a loaded machine the kill (``/proc`` scans, reaping) takes
-    longer than that. Held, the signal is only pending; it is raised right after the block.
+    longer than that. In the main thread each handler is swapped for one that only notes
+    the signal, and each noted one is raised again right after the block, as it came: a
+    mask alone is not enough, since the kernel hands a process's signal to any thread that
+    does not block it (a progress bar's, a timer's) and Python then runs the handler in
+    the main thread all the same. The mask stays, for a signal with no Python handler
+    (``mask=False``: none, around a fork whose child would inherit it).
     """
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    arrived: list[int] = []
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for kind in _HELD:
+            handler = signal.getsignal(kind)
+            if handler not in (signal.SIG_IGN, None):
+                previous[kind] = handler
+                signal.signal(kind, lambda signum, frame: arrived.append(signum))
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD if mask else ())
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # what was pending is noted now
+        for number, replaced in previous.items():
+            signal.signal(number, replaced)
+        for came in dict.fromkeys(arrived):
+            signal.raise_signal(came)
 
 
 def _kill(proc: subprocess.Popen[bytes], seen: list[int], mark: str = "") -> None:
@@ -207,17 +228,26 @@ class Child:
             _subreaper(True)
         _running[0] += 1
         self.mark = f"{os.getpid()}.{next(_marks)}"
+        started: list[subprocess.Popen[bytes]] = []
         try:
-            self.proc = subprocess.Popen(
-                list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, bufsize=0, start_new_session=True,
-                env={**os.environ, MARK_ENV: self.mark},
-            )
+            # A signal once raised inside Popen after its fork: the exception left the child
+            # running and known to nobody. It is noted instead (no mask: the child would
+            # inherit it), and raised once the child is ours to kill.
+            with _signals_held(mask=False):
+                started.append(subprocess.Popen(
+                    list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, bufsize=0, start_new_session=True,
+                    env={**os.environ, MARK_ENV: self.mark},
+                ))
         except BaseException:
-            _running[0] -= 1
-            if _running[0] == 0:
-                _subreaper(False)
+            if started:
+                _kill(started[0], [], self.mark)  # counts this child out of _running
+            else:
+                _running[0] -= 1
+                if _running[0] == 0:
+                    _subreaper(False)
             raise
+        self.proc = started[0]
         assert self.proc.stdin
         assert self.proc.stdout
         assert self.proc.stderr
@@ -235,7 +265,11 @@ class Child:
         self.finalizer = weakref.finalize(self, _kill, self.proc, self.below, self.mark)
 
     def _read_stderr(self) -> None:
-        while self.stderr_open:
+        # At most _STDERR_READS chunks a call: a child that writes stderr as fast as it is
+        # read must not keep the reader here past the answer's deadline.
+        for _ in range(_STDERR_READS):
+            if not self.stderr_open:
+                return
             try:
                 chunk = os.read(self.stderr, 65536)
             except BlockingIOError:
@@ -261,18 +295,34 @@ class Child:
         return f"exited with status {code}" if code >= 0 else f"was killed by signal {-code}"
 
     def exchange(self, line: str, timeout_s: float) -> str:
-        """Send one request line and return the one answer line (without the newline)."""
+        """Send one request line and return the one answer line (without the newline).
+
+        The n-th line the child writes answers the n-th request, whenever it arrives: a
+        line written before its request was sent (a banner at start, a second line for
+        one request) is the answer to the next request, not an error whose wording
+        depends on which of the two came first. So a run's answers, and the reason it
+        fails, depend on what the child writes, never on the timing of the pipes. While a
+        whole line waits here unread, the child's stdout is not read further: a child that
+        writes without end blocks on its own pipe (and then times out), using no memory.
+        """
         self._read_stderr()
-        if self.out or self._stdout_ready():
-            raise ExternalCheckError(self._unasked())
         pending = memoryview((line + "\n").encode())
         deadline = time.monotonic() + timeout_s
         with selectors.DefaultSelector() as selector:
             selector.register(self.stdin, selectors.EVENT_WRITE)
-            selector.register(self.stdout, selectors.EVENT_READ)
             if self.stderr_open:
                 selector.register(self.stderr, selectors.EVENT_READ)
+            reading = False
             while True:
+                if b"\n" in self.out:
+                    if reading:
+                        selector.unregister(self.stdout)
+                        reading = False
+                    if not pending:
+                        return self._take_line()
+                elif not reading:
+                    selector.register(self.stdout, selectors.EVENT_READ)
+                    reading = True
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise ExternalCheckError(f"gave no answer within {timeout_s:g} s")
@@ -287,33 +337,21 @@ class Child:
                         except BlockingIOError:
                             continue
                         except BrokenPipeError:
-                            raise ExternalCheckError(
-                                f"{self._exit_text()} before reading the request"
-                            ) from None
+                            # Said as an end before answering, as a closed stdout is: which
+                            # of the two the pipes show first is timing.
+                            raise ExternalCheckError(f"{self._exit_text()} before answering") from None
                         pending = pending[written:]
                         if not pending:
                             selector.unregister(self.stdin)
-                    elif answer := self._read_answer():
-                        return answer
+                    else:
+                        self._read_stdout()
 
-    def _stdout_ready(self) -> bool:
+    def _read_stdout(self) -> None:
+        """Read what the child's stdout holds now; an end there is the run's error."""
         try:
             chunk = os.read(self.stdout, 65536)
         except BlockingIOError:
-            return False
-        if not chunk:
-            raise ExternalCheckError(f"{self._exit_text()} between requests")
-        self.out += chunk
-        return True
-
-    def _unasked(self) -> str:
-        return f"wrote output nobody asked for: {shorten(self.out.decode('utf-8', 'replace'))}"
-
-    def _read_answer(self) -> str | None:
-        try:
-            chunk = os.read(self.stdout, 65536)
-        except BlockingIOError:
-            return None
+            return
         if not chunk:
             if self.out:
                 raise ExternalCheckError(
@@ -322,17 +360,14 @@ class Child:
                 )
             raise ExternalCheckError(f"{self._exit_text()} before answering")
         self.out += chunk
+        if b"\n" not in self.out and len(self.out) > MAX_ANSWER_BYTES:
+            raise ExternalCheckError(f"wrote over {MAX_ANSWER_BYTES} bytes with no newline")
+
+    def _take_line(self) -> str:
+        """The first whole line read, as the answer: UTF-8 and not blank."""
         end = self.out.find(b"\n")
-        if end < 0:
-            if len(self.out) > MAX_ANSWER_BYTES:
-                raise ExternalCheckError(f"wrote over {MAX_ANSWER_BYTES} bytes with no newline")
-            return None
-        raw, rest = bytes(self.out[:end]), self.out[end + 1 :]
-        if rest:
-            raise ExternalCheckError(
-                f"wrote more than one line for one request: {shorten(rest.decode('utf-8', 'replace'))}"
-            )
-        self.out.clear()
+        raw = bytes(self.out[:end])
+        del self.out[: end + 1]
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -343,15 +378,39 @@ class Child:
 
     def close(self, grace_s: float) -> None:
         """End the child: EOF on its stdin, a moment to exit, then kill what is left."""
-        if not self.finalizer.alive:
-            return
-        with _signals_held():  # a scan cut halfway would miss what the kill must reach
-            if self.proc.poll() is None:  # looked at now: once the child exits, they are orphans
-                self.below[:] = descendants(self.proc.pid)
-            if self.proc.stdin is not None and not self.proc.stdin.closed:
-                with contextlib.suppress(BrokenPipeError):
-                    self.proc.stdin.close()
-        if grace_s > 0:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=grace_s)
-        self.finalizer()  # kills the group even when the child left something behind
+        end_all([self], grace_s)
+
+    def _hang_up(self) -> None:
+        """Note what runs below the child (an orphan is no longer below it once it exits),
+        then close its stdin: a polite child exits at that end of file."""
+        if self.proc.poll() is None:
+            self.below[:] = descendants(self.proc.pid)
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):
+                self.proc.stdin.close()
+
+
+def end_all(children: Sequence[Child], grace_s: float) -> None:
+    """End every child: EOF to each, ``grace_s`` for them all together, then kill each
+    with everything it started, however it answers SIGTERM or end of file.
+
+    Ctrl-C, SIGTERM and SIGHUP wait until it is done (``_signals_held``): ``timeout`` sends
+    its SIGTERM twice at once (to the command and to its group), and a second one during
+    the grace, with the command's handlers gone, ended this process by the default action
+    before the kill, leaving a child that ignores SIGTERM and end of file running for good.
+    The grace is shared, so closing many checks at the end of a command costs it once.
+    """
+    live = [child for child in children if child.finalizer.alive]
+    if not live:
+        return
+    with _signals_held():
+        for child in live:
+            child._hang_up()
+        deadline = time.monotonic() + grace_s
+        for child in live:
+            left = deadline - time.monotonic()
+            if left > 0:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.proc.wait(timeout=left)
+        for child in live:
+            child.finalizer()  # kills the group even when the child left something behind

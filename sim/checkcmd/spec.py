@@ -57,7 +57,16 @@ def make_spec(command: str, name: str | None = None, timeout_s: float = DEFAULT_
         raise BadInput(f"{where} {command!r}: no program {argv[0]!r} (not found, or not executable)")
     option("check_cmd_timeout_s").check("--check-cmd-timeout" if where == "--check-cmd" else
                                         f"{where} {command!r}: field 'timeout_s'", timeout_s)
-    return CommandSpec(tuple(argv), name or derive_name(argv), timeout_s)
+    label = name or derive_name(argv)
+    if not (label.strip() and label.isprintable()):
+        # The name heads columns and labels one-line rows: a newline, ESC or bidi control
+        # in it would draw a row of its own (or restyle the terminal).
+        given = ("--check-cmd-name" if where == "--check-cmd" else f"{where} {command!r}: field 'name'"
+                 ) if name else f"{where} {command!r}: the name from its program"
+        raise BadInput(f"{given} {label!r}: must be printable on one line (no control characters, "
+                       "line breaks or bidi controls), and not blank"
+                       + ("" if name else "; give one with --check-cmd-name"))
+    return CommandSpec(tuple(argv), label, timeout_s)
 
 
 def parse_spec(text: str) -> CommandSpec:

@@ -105,6 +105,8 @@ def read_answer(text: str, offered: bool) -> tuple[Step, bool]:
         obj = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as error:
         raise AnswerError(f"not JSON ({error.msg} at column {error.colno})") from None
+    except RecursionError:  # json recurses per nested array or object: an answer is 3 deep
+        raise AnswerError("JSON nested too deeply (an answer is a few levels deep)") from None
     if not isinstance(obj, dict):
         raise AnswerError("must be a JSON object with one field, 'wait' or 'verdict'")
     opted = False

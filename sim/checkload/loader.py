@@ -311,10 +311,14 @@ def _scoped(extra: Mapping[str, Any], targets: Sequence[_Target],
     nearest name there is (one line: never every check's every field)."""
     names = {t.name for t in targets}
     mine: list[dict[str, Any]] = [{} for _ in targets]
+
+    def named(key: str) -> str:  # the flag's item, or the API's key (a parameter's, quoted)
+        return f"options {key!r}" if where == "options" else f"{where} {key}"
+
     for key, value in extra.items():
         owner, dot, field = key.rpartition(".")
         if dot and owner not in names:
-            raise BadInput(f"{where} {key}: no chosen check is named {owner!r}"
+            raise BadInput(f"{named(key)}: no chosen check is named {owner!r}"
                            f"{did_you_mean(owner, names)} (chosen: {', '.join(sorted(names))})")
         chosen = [i for i, t in enumerate(targets) if not dot or t.name == owner]
         takers = [i for i in chosen
@@ -333,7 +337,7 @@ def _scoped(extra: Mapping[str, Any], targets: Sequence[_Target],
             said = (f"{hint[:-1]}; {', '.join(who)} take{'s' if len(who) == 1 else ''} it)" if hint else
                     f" ({listed})" if len(listed) <= _LISTED else
                     f" ({len(declared)} options in all, each a field of its check{example})")
-            raise BadInput(f"{where} {field}: no chosen check has this option{said}")
+            raise BadInput(f"{named(field)}: no chosen check has this option{said}")
         for i in takers:
             mine[i][field] = value
     return mine

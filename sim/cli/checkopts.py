@@ -146,7 +146,14 @@ def _add(parser: Adder, command: str, note: str) -> None:
         "rolls back to FLY_PREVIOUS_IMAGE_REF if it decides to; the testbed only observes; "
         f"repeatable{note}",
     )
-    options.add(parser, "speed", command)  # --http-timeout is a limit: the limits group's
+    parser.add_argument(
+        "--time", choices=("virtual", "scaled"), default=None,
+        help="the process's clock: virtual (the default) = it and what it starts read the "
+        "world's clock and sleep on it, which stands still while they compute and moves when "
+        "they all wait; scaled = the wall clock, the world at --speed (static binaries)",
+    )
+    # None when not given: --speed alone implies --time scaled (sim.cli.twinopts.steps).
+    options.add(parser, "speed", command, default=None)  # --http-timeout: the limits group's
 
 
 def check_options(items: list[str]) -> dict[str, Any]:

@@ -217,6 +217,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     bar, tick = _seeds_bar(args.runs, loaded.name, wall_clock=bool(steps))
     runner = seed_runner(args, loaded, names_asked, check_options(args.check_opt), budget,
                          progress=tick)  # None: here
+    rows_run = twinopts.spread(steps, loaded, seeds, args.workers)  # --workers N: a twin a world
     if tick is not None and runner is None:
         seeds = _ticking(seeds, tick)
     # Runs are held (for --json's "runs" and the one-run report) only while few; past
@@ -226,7 +227,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with bar or nullcontext(), details(args.details, args.force, loaded.publish_started_ms) as on_run:
         result = compare(loaded, checks, seeds, on_result=recorder if args.record else None,
                          setups=setups(built), keep_runs=keep, on_run=on_run, budget=budget,
-                         steps=steps, runner=runner)
+                         steps=rows_run, runner=runner)
     twinopts.report_timings(steps)
     _write_junit(args.junit, lambda junit: [junit.compare_suite(result, fail_on=gate)])
     if args.record:

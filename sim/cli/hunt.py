@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from platform_testbed.checks.drive import check_name
 from platform_testbed.sim import checkcmd
+from platform_testbed.sim.cli import twinopts
 from platform_testbed.sim.cli.checkopts import check_options
 from platform_testbed.sim.config.options import HUNT_SCENARIO, option
 from platform_testbed.sim.config.rules import did_you_mean
@@ -26,7 +27,9 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
 
+    from platform_testbed.sim.config.scenario import Scenario
     from platform_testbed.sim.hunt.search import CheckFactory, HuntResult
+    from platform_testbed.sim.twin.step import ProcessStep
 
 
 EXIT_NOTHING_FOUND, EXIT_FOUND = 0, 1
@@ -153,12 +156,11 @@ def _gate(items: list[str]) -> bool:
 def cmd_hunt(args: argparse.Namespace) -> int:
     """Hunt, write the files found, print the summary; exit 1 when anything was found."""
     # hypothesis loads only for a hunt, not for every `testbed` command.
-    from rich.console import Console  # noqa: PLC0415
-
     from platform_testbed.sim.checkload.budget import check_budget  # noqa: PLC0415
     from platform_testbed.sim.config import scenario  # noqa: PLC0415
     from platform_testbed.sim.hunt.output import check_out_dir, summary, table, write_found  # noqa: PLC0415
     from platform_testbed.sim.hunt.search import hunt  # noqa: PLC0415
+    from platform_testbed.sim.show.table import stderr_console  # noqa: PLC0415
 
     # Every input is checked before the search starts: a bad one costs no time.
     if not 1 <= args.budget <= MAX_BUDGET:
@@ -168,19 +170,17 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     limits = check_budget(args)  # --check-timeout/--max-looks > TESTBED_* > the defaults
     extra = check_options(args.check_opt)
     try:
-        base = scenario.load(args.scenario, args.set)
+        base = scenario.load(args.scenario)
     except BadInput as error:
         raise BadInput(f"--scenario: {error}") from None
-    spec, check_arg = _check_spec(args)
-    from platform_testbed.sim.hunt.search import SpecChecks  # noqa: PLC0415 -- see the imports
-
-    checks = SpecChecks(spec) if not extra else _with_options(spec, extra)
-    name = check_name(checks(base.check.model_dump()))  # builds it once: a bad check stops here
+    if args.sets:  # its own message: the file was good, a --set was not
+        base = scenario.load(args.scenario, args.sets)
+    step, check_arg, checks, name = _hunted(args, base, extra)
     out = Path(args.out)
     check_out_dir(args.out, force=args.force)
     args.junit = junit.checked(args)
 
-    errors = Console(stderr=True)
+    errors = stderr_console()  # a path's [brackets] and ESC are printed as text
     show = not args.no_progress and sys.stderr.isatty()
     progress = hunt_progress(name, errors, disable=not show)
     task = progress.add_task("", total=args.budget)
@@ -193,7 +193,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     with progress:
         result = hunt(base, name, checks, budget=args.budget, seed=args.seed, progress=tell,
-                      check_budget=limits)
+                      check_budget=limits, step=step)
     # hypothesis' gc callback stays in place after the search and may swallow a signal's
     # exception (sim.runtime.signals._pending): ask before writing, and before saying we are done.
     reraise_pending()
@@ -208,6 +208,22 @@ def cmd_hunt(args: argparse.Namespace) -> int:
         errors.print(f"{len(paths)} file(s) in {out}/ ({elapsed:.1f} s)", highlight=False)
     reraise_pending()
     return EXIT_FOUND if result.found else EXIT_NOTHING_FOUND
+
+
+def _hunted(args: argparse.Namespace, base: Scenario, extra: dict[str, Any]
+            ) -> tuple[ProcessStep | None, str, CheckFactory, str]:
+    """What is hunted: the process (if a --check-http), how a command line names it, the
+    factory of its check per world, and its name; a bad check stops here, before any world."""
+    from platform_testbed.sim.hunt.search import SpecChecks  # noqa: PLC0415 -- see the imports
+
+    step = twinopts.hunted(args)  # a --check-http process, if that is what is hunted
+    if step is None:
+        spec, check_arg = _check_spec(args)
+    else:  # the spec's check only gives the simulator's trace of a wrong world
+        spec, check_arg = twinopts.HUNT_TRACE_CHECK, f"--check-http {shlex.quote(shlex.join(step.argv))}"
+    checks: CheckFactory = SpecChecks(spec) if not extra else _with_options(spec, extra)
+    name = check_name(checks(base.check.model_dump()))  # builds it once: a bad check stops here
+    return step, check_arg, checks, step.name if step is not None else name
 
 
 def _with_options(spec: str, extra: dict[str, Any]) -> CheckFactory:

@@ -20,7 +20,8 @@ from platform_testbed.sim.cli import completion, parsers
 from platform_testbed.sim.cli.parsers import PRECEDENCE
 from platform_testbed.sim.cli.quiet import quiet_handlers
 from platform_testbed.sim.config.settings import BadInput, check_environment
-from platform_testbed.sim.show.text import printable_streams
+from platform_testbed.sim.show.columns import settle_columns
+from platform_testbed.sim.show.text import one_line, printable_streams
 
 __all__ = ["PRECEDENCE", "build_parser", "main"]
 
@@ -112,6 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # command at once (nothing has started); the model's handlers come with the command.
     previous = quiet_handlers()
     printable_streams()  # an ASCII-only terminal gets escapes, not a UnicodeEncodeError
+    settle_columns()  # a bad COLUMNS is ignored, as terminals do: rich would raise on "²"
     try:
         parser = build_parser()
         completion.hook(parser)  # a shell asking for completions gets them here, and no more
@@ -125,10 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_on_signals,
         restore_signals,
     )
-    from platform_testbed.sim.show.table import settle_columns  # noqa: PLC0415 -- rich: a command's
 
     installed = exit_on_signals()
-    settle_columns()  # a bad COLUMNS is ignored, as terminals do: rich would raise on "²"
     try:
         check_environment()  # every variable of the registry by its rule, before any work
         with command_output():  # stdout and file writes that fail: one line, exit 2
@@ -142,8 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Terminated:
         print("testbed: terminated", file=sys.stderr)
         return EXIT_TERMINATED
-    except BadInput as error:
-        print(f"testbed: {error}", file=sys.stderr)
+    except BadInput as error:  # one line, whatever a name or a path in it holds
+        print(f"testbed: {one_line(str(error))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # The reader went away (``| head``): nothing more to say, and nothing to say it to.

@@ -304,15 +304,19 @@ def add_hunt_parser(sub: Any) -> None:
                      note="or give one --check-cmd instead", how="exactly one")
     add_check_opt_option(checks)
     add_check_cmd_options(checks, single=True)
+    real = parser.add_argument_group("a real process (the Machines API twin)")
+    add_process_options(real, command="hunt", where="hunt takes one --check-http (and no --check)")
     world = parser.add_argument_group("the search")
     from platform_testbed.sim.config.options import HUNT_SCENARIO  # noqa: PLC0415
 
     world.add_argument("--scenario", default=HUNT_SCENARIO,
                        help=f"the base world: a shipped name or a .toml path (default {HUNT_SCENARIO})")
-    add_set_option(world, what="a value of the base world")
+    world.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a value of the base world, e.g. --set truth=crash "
+                       "(the ground truth; repeatable)")
     options.add(world, "budget", "hunt")
     add_seed_option(world, "hunt")
-    _limits_group(parser, "hunt")
+    _limits_group(parser, "hunt", http=True)
     out = parser.add_argument_group("outputs")
     out.add_argument("--out", default="hunt-out", metavar="DIR",
                      help="folder for the scenario files, created if missing (default hunt-out/)")

@@ -36,6 +36,7 @@ from platform_testbed.sim.runtime import installs
 from platform_testbed.sim.runtime.outputs import check_image
 from platform_testbed.sim.runtime.scheduler import check_scheduler
 from platform_testbed.sim.show import junit
+from platform_testbed.sim.show.table import stderr_console
 from platform_testbed.sim.sweep.file import Sweep, SweepFile, from_spec
 from platform_testbed.sim.sweep.output import (
     SweepResult,
@@ -120,16 +121,20 @@ def _with_processes(sweep: Sweep, args: argparse.Namespace) -> tuple[Sweep, list
     steps = twinopts.steps(args)
     if not steps:
         return sweep, steps
-    # The twin serves on this machine and runs on its wall clock: one world at a time.
+    # The twin serves on this machine: its processes run here, not on a Dask cluster.
     if args.dask:
-        raise BadInput(f"--dask: a sweep with --{steps[0].mode} runs here, one world at a "
-                       "time (its processes need this machine's wall clock)")
-    if args.workers is not None and args.workers > 1:
-        raise BadInput(f"--workers {args.workers}: a sweep with --{steps[0].mode} runs one "
-                       "world at a time (give --workers 1, or leave it out)")
+        raise BadInput(f"--dask: a sweep with --{steps[0].mode} runs on this machine "
+                       "(its processes run here); use --workers N")
     twinopts.bound_wall(steps, sweep.units, "world(s)")
     twinopts.check_against(steps, list(check_names(sweep)), args)
-    args.workers = 1
+    # On virtual time a world's verdict does not depend on the load, so worlds run on
+    # every core, one twin each (own port and token); on the wall clock, one at a time.
+    if any(s.time_mode == "scaled" for s in steps) or args.workers is None:
+        if args.workers is not None and args.workers > 1:
+            raise BadInput(f"--workers {args.workers}: a sweep with --{steps[0].mode} on the "
+                           "scaled clock runs one world at a time (its verdicts move with the "
+                           "load); drop --speed/--time scaled, or give --workers 1")
+        args.workers = 1
     return with_steps(sweep, steps), steps
 
 
@@ -198,9 +203,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         # Faceted maps write one file per check: every name is judged before the sweep.
         for path in facet_paths(sweep, Path(args.heatmap)):
             check_image("--heatmap", path, args.force)
-    errors = Console(stderr=True)
+    errors = stderr_console()  # a path's [brackets] and ESC are printed as text
     result, kept = _run_to_file(args, sweep, out, errors, budget)
-    twinopts.report_timings(steps)
+    twinopts.report_timings(steps, pooled=(args.workers or 1) > 1)
     # Here the file is in place, whole: every finished row (all of them, or with Ctrl-C
     # those finished before it). A SIGTERM or a second Ctrl-C left the previous file.
     names = tuple(dict.fromkeys(str(r["check"]) for r in kept))

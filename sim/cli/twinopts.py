@@ -7,18 +7,24 @@ twin (simpy, the HTTP server) loads only when such a row runs (``steps``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import shlex
 import shutil
 import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from platform_testbed.sim.config import options
 from platform_testbed.sim.config.settings import BadInput
 
 if TYPE_CHECKING:
-    from platform_testbed.sim.twin.step import ProcessStep
+    from platform_testbed.sim.config.scenario import Scenario
+    from platform_testbed.sim.publish.runresult import RunResult
+    from platform_testbed.sim.twin.step import ProcessStep, StepTiming
 
 __all__ = ["DEFAULT_HTTP_TIMEOUT_S", "MAX_SPEED", "MAX_WALL_S", "WALL_ENV", "bound_wall", "row_name", "steps"]
 
@@ -45,7 +51,13 @@ def steps(args: argparse.Namespace) -> list[ProcessStep]:
     if not commands:
         return []
     timeout = options.from_args("http_timeout_s", args)  # flag > TESTBED_HTTP_TIMEOUT_S > 120
-    speed = options.from_args("speed", args)
+    # --speed alone means the scaled clock (as before virtual time); --time virtual with it is a slip.
+    clock: Literal["virtual", "scaled"] = args.time or (
+        "scaled" if args.speed is not None else "virtual")
+    if clock == "virtual" and args.speed is not None:
+        raise BadInput("--speed: sets the scaled clock; with --time virtual the world's clock "
+                       "moves when the process waits (drop --speed, or use --time scaled)")
+    speed = 1.0 if args.speed is None else options.from_args("speed", args)
     from platform_testbed.sim.twin.step import ProcessStep  # noqa: PLC0415 -- see the module docstring
 
     made: list[ProcessStep] = []
@@ -55,8 +67,28 @@ def steps(args: argparse.Namespace) -> list[ProcessStep]:
         if any(s.name == name for s in made):
             raise BadInput(f"--{mode} {command!r}: another row is named {name!r} (one command "
                            "per program and mode)")
-        made.append(ProcessStep(mode, tuple(argv), name, timeout, speed))
+        made.append(ProcessStep(mode, tuple(argv), name, timeout, speed, clock))
     return made
+
+
+#: The built-in check whose simulator run gives a hunted process's wrong worlds their trace
+#: (any check would: up to the process's verdict the world is the same, a check only reads).
+HUNT_TRACE_CHECK = "count"
+
+
+def hunted(args: argparse.Namespace) -> ProcessStep | None:
+    """``testbed hunt``'s process, if one is asked for: exactly one --check-http and no --check."""
+    made = steps(args)
+    if not made:
+        return None
+    if args.deploy_cmd:
+        raise BadInput("--deploy-cmd: hunt takes a --check-http process (the testbed publishes, "
+                       "the process judges)")
+    if len(made) != 1:
+        raise BadInput(f"--check-http: hunt takes exactly one process (got {len(made)})")
+    if args.check or getattr(args, "check_cmd", None):
+        raise BadInput("--check-http: hunt takes one check: the process, or one --check/--check-cmd")
+    return made[0]
 
 
 def bound_wall(made: list[ProcessStep], worlds: int, what: str) -> None:
@@ -135,12 +167,93 @@ def rules(made: list[ProcessStep]) -> dict[str, str]:
             for s in made}
 
 
-def report_timings(made: list[ProcessStep]) -> None:
-    """On stderr: each row's wall time against its process's own (the rest ran instantly)."""
+def report_timings(made: list[ProcessStep], *, pooled: bool = False) -> None:
+    """On stderr: each row's wall time against its process's own (the rest ran instantly).
+
+    ``pooled``: a sweep's pool ran most worlds, whose timings stay in its workers: the line
+    counts the runs of this process only, and says so.
+    """
+    where = " in this process (the rest on the pool's workers)" if pooled else ""
     for step in made:
         runs = step.timings
         if runs:
             whole, own = sum(t.run_s for t in runs), sum(t.command_s for t in runs)
-            print(f"{step.name}: {len(runs)} run(s) took {whole:.2f} s of wall time, the "
-                  f"process itself {own:.2f} s (+{(whole - own) / len(runs):.2f} s a run)",
-                  file=sys.stderr)
+            clocks = " and ".join(sorted({t.clock for t in runs}))
+            print(f"{step.name}: {len(runs)} run(s){where} on {clocks} time took {whole:.2f} s "
+                  f"of wall time, the process itself {own:.2f} s "
+                  f"(+{(whole - own) / len(runs):.2f} s a run)", file=sys.stderr)
+
+
+@dataclass(frozen=True, slots=True)
+class _StepWork:
+    """Seed ``i``'s world for every process row: a unit of ``sim.sweep.run``'s pool (pickled).
+
+    Each world has its own twin (its own port and token) in the worker that runs it.
+    """
+
+    scenario: Scenario
+    steps: tuple[ProcessStep, ...]
+    seeds: tuple[int, ...]
+
+    @property
+    def units(self) -> int:
+        return len(self.seeds)
+
+    def __call__(self, lo: int, hi: int) -> tuple[int, list[Any]]:
+        from platform_testbed.sim.publish.world import ground_truth  # noqa: PLC0415 -- see the docstring
+
+        out = []
+        for seed in self.seeds[lo:hi]:
+            bad = ground_truth(self.scenario, seed)
+            rows = []
+            for step in self.steps:
+                own = dataclasses.replace(step, timings=[])  # the parent's copy stays its own
+                rows.append((own(self.scenario, seed, bad), own.timings[-1]))
+            out.append((seed, rows))
+        return lo, out
+
+
+@dataclass(eq=False)
+class _Ran:
+    """A process row whose worlds ran on the pool: called as the row, it gives each seed's result."""
+
+    name: str
+    mode: str
+    results: dict[int, RunResult]
+    timings: list[StepTiming]
+
+    def __call__(self, scenario: Scenario, seed: int, bad: bool | None = None) -> RunResult:
+        return self.results[seed]
+
+
+def spread(made: list[ProcessStep], scenario: Scenario, seeds: Iterable[int],
+           workers: int | None) -> list[Any]:
+    """The rows, their worlds run first on ``workers`` processes (``--workers N``, N > 1).
+
+    One twin per world, each on its own port with its own token, ``workers`` at a time; on
+    stderr the wall time and the worlds a wall second. With one worker (or none asked for)
+    the rows are as given: each world runs when ``compare`` reaches its seed.
+    """
+    if not made or workers is None or workers <= 1:
+        return list(made)
+    from platform_testbed.sim.runtime.signals import reraise_pending  # noqa: PLC0415
+    from platform_testbed.sim.sweep.run import run_tasks  # noqa: PLC0415
+
+    order = tuple(seeds)
+    ran = [_Ran(s.name, s.mode, {}, s.timings) for s in made]
+
+    def sink(batch: list[Any]) -> None:
+        for seed, rows in batch:
+            for row, (result, timing) in zip(ran, rows, strict=True):
+                row.results[seed] = result
+                row.timings.append(timing)
+
+    start = time.monotonic()
+    done = run_tasks(_StepWork(scenario, tuple(made), order), workers, None, None, 1, sink=sink)
+    if done.interrupted:
+        reraise_pending()
+        raise KeyboardInterrupt
+    wall = time.monotonic() - start
+    print(f"processes: {len(order)} world(s) on {workers} worker(s) in {wall:.2f} s of wall "
+          f"time, {len(order) / wall:.2f} worlds a wall second", file=sys.stderr)
+    return ran

@@ -198,7 +198,8 @@ _ENTRIES = (
            source="assumed: a child answering a look in 5 s is stuck, not slow"),
     Option("http_timeout_s", "the most wall seconds a --check-http/--deploy-cmd process may run "
            "in one world before it is killed and the run is an error", "seconds", 120.0,
-           86_400.0, flag=True, env=True, metavar="SECONDS", commands=("compare", "checks", "sweep"),
+           86_400.0, flag=True, env=True, metavar="SECONDS",
+           commands=("compare", "checks", "sweep", "hunt"),
            source="assumed: the incident's check needs ~25 s at speed 1 (a start, two 10 s "
            "looks), a flyctl-style wait at most 60 s more"),
     # --- options of the commands ---
@@ -225,10 +226,10 @@ _ENTRIES = (
            "plus one", "whole", 200, 100_000, flag=True, metavar="N", commands=("hunt",),
            source="measured: enough, on the shipped scenarios, for each built-in check's "
            "blind spots around the base (README 'Hunting'); past 100,000 a sweep is the tool"),
-    Option("speed", "while a real process runs, simulated seconds per wall second (1: the "
-           "platform's timestamps are wall time); the rest of each world runs instantly",
-           "factor", 1.0, 10_000.0, flag=True, metavar="K",
-           commands=("compare", "checks", "sweep", "serve"),
+    Option("speed", "simulated seconds per wall second while a real process runs (1: the "
+           "platform's timestamps are wall time; the rest of each world runs instantly); on "
+           "compare, checks, sweep and hunt it means --time scaled", "factor", 1.0, 10_000.0,
+           flag=True, metavar="K", commands=("compare", "checks", "sweep", "hunt", "serve"),
            source="assumed: past 10,000 a world answers waits faster than curl starts"),
     Option("port", "port on 127.0.0.1", "port", 0, flag=True, metavar="PORT", commands=("serve",)),
     Option("horizon_s", "end the world at S simulated seconds", "seconds", None, flag="--horizon-s",

@@ -18,6 +18,7 @@ from platform_testbed.sim.config.settings import (
     validated,
 )
 from platform_testbed.sim.config.shipped import scenarios_dir, shipped, shipped_series, shipped_sweeps
+from platform_testbed.sim.config.truth import DEFAULT_TRUTH, DEFAULT_WINDOW_S, Truth
 
 # The settings-file names stay importable from here, where they used to live.
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
 
 RestartPolicy = Literal["no", "always", "on-failure"]
 RetryWindow = Literal["fixed", "sliding"]
+RestartCountReading = Literal["restarts-so-far", "counts-this-restart"]
 BehaviorName = Literal[
     "healthy", "crash_after", "crash_on_boot", "crash_after_starts", "flaky", "slow_boot", "oom"
 ]
@@ -100,6 +102,10 @@ class PlatformTable(_Table):
     epoch_ms: int = Field(DEFAULT_EPOCH_MS, ge=0, le=253_402_300_799_000)
     #: Testbed extension: a monotonic restart counter, as Kubernetes' restartCount.
     restart_counter: bool = False
+    #: What an exit's ``restart_count`` counts (fly-go ``MachineRequest.RestartCount``; its
+    #: rule is not public): the restarts before this exit (``restarts-so-far``), or those
+    #: and the one this exit triggers (``counts-this-restart``). An axis: docs/fidelity.md.
+    restart_count_reading: RestartCountReading = "restarts-so-far"
     #: Which events each transition writes (``testbed list --profiles``); not public for a
     #: crash loop, so several plausible profiles ship.
     events: str = DEFAULT_PROFILE
@@ -208,6 +214,11 @@ class Scenario(_Table):
     publish: PublishTable = PublishTable()
     reconciler: ReconcilerTable = ReconcilerTable()
     traffic: TrafficTable = TrafficTable()
+    #: The ground truth that judges every run (``sim.config.truth``): ``serves`` (a crash,
+    #: or not started ``truth_window_s`` after the publish) or ``crash`` (a crash only).
+    truth: Truth = DEFAULT_TRUTH
+    #: flyctl's DefaultWaitTimeout, 5 min (``sim.config.truth`` says why).
+    truth_window_s: float = Field(DEFAULT_WINDOW_S, gt=0, le=1e6)
     expect: dict[str, Outcome] = {}
 
     @property

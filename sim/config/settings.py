@@ -205,7 +205,7 @@ def _read_at_most(handle: Any, size: int) -> bytes:
 def check_environment() -> None:
     """Every TESTBED_* limit and SOURCE_DATE_EPOCH by its rule, before any work.
 
-    (Not COLUMNS: a bad one is ignored, as terminals and libraries do; ``sim.show.table``.)
+    (Not COLUMNS: a bad one is ignored, as terminals and libraries do; ``sim.show.columns``.)
 
     BadInput for the first bad one.
     """

@@ -14,6 +14,8 @@ from typing import IO, Any
 
 from platform_testbed.sim.config.scenario import validate
 from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.config.truth import label as truth_label
+from platform_testbed.sim.config.truth import rule as truth_rule
 from platform_testbed.sim.hunt.search import WRONG, Found, HuntResult
 from platform_testbed.sim.hunt.space import ASSUMED, changes, changes_text, lookup, shown
 from platform_testbed.sim.runtime.outputs import check_output, write_atomic
@@ -90,9 +92,11 @@ def describe(result: HuntResult, found: Found) -> str:
     """The file's description: what the check did, why, what changed and what is assumed."""
     base = result.base
     diff = changes_text(base, found.world, " = ") or "nothing (the base itself)"
+    bad = truth_rule(base.truth, base.truth_window_s).removeprefix("bad if ")
     wrong = {
-        "missed": "passes a release that crashes (missed)",
-        "false_alarm": "fails a release that does not crash (false_alarm)",
+        "missed": f"passes a bad release (missed; the truth {base.truth!r}: {bad})",
+        "false_alarm": f"fails a good release (false_alarm; the truth {base.truth!r}: bad "
+                       f"if {bad})",
         "undecided": "gives no verdict (undecided)",
         "error": "fails to run (error)",
     }[found.outcome]
@@ -129,6 +133,11 @@ def scenario_toml(result: HuntResult, found: Found, name: str, check_arg: str) -
         f"seed = {scenario.seed}",
         f"horizon_s = {_toml_value(scenario.horizon_s)}",
     ]
+    # The truth that judged the world, when it is not the default: the file must say it.
+    defaults = type(scenario).model_fields
+    for key in ("truth", "truth_window_s"):
+        if getattr(scenario, key) != defaults[key].default:
+            lines.append(f"{key} = {_toml_value(getattr(scenario, key))}")
     for table in TABLES:
         section = getattr(scenario, table)
         if section is None:
@@ -187,6 +196,8 @@ def summary(result: HuntResult, paths: list[Path]) -> dict[str, Any]:
         "scenario": result.base.name,
         "seed": result.seed,
         "budget": result.budget,
+        "truth": result.base.truth,
+        "truth_rule": truth_rule(result.base.truth, result.base.truth_window_s),
         "worlds_tried": result.worlds_tried,
         "rounds": result.rounds,
         "summary": {o: sum(f.outcome == o for f in result.found) for o in WRONG},
@@ -210,7 +221,8 @@ def table(result: HuntResult, paths: list[Path], check_arg: str, at: int | None 
     at = width() if at is None else at
     head = wrap(
         f"hunt {result.check} · base {result.base.name} · seed {result.seed} · budget "
-        f"{result.budget} · {result.worlds_tried} worlds tried in {result.rounds} rounds", at)
+        f"{result.budget} · {result.worlds_tried} worlds tried in {result.rounds} rounds · "
+        f"truth {truth_label(result.base.truth, result.base.truth_window_s)}", at)
     if not result.found:
         return "\n".join([*head, "", *wrap(
             f"no world fooled {result.check}: every verdict matched the ground truth", at)])

@@ -16,6 +16,7 @@ database is off and nothing reads the wall clock, so a seed gives the same world
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import random
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -33,7 +34,8 @@ from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBud
 from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.hunt.space import World, apply, changes_text, worlds
-from platform_testbed.sim.publish.world import RunResult, run
+from platform_testbed.sim.publish.compare import RunStep
+from platform_testbed.sim.publish.world import RunResult, ground_truth, run
 from platform_testbed.sim.runtime.frames import FLOAT, OUTCOME, TEXT, frame
 from platform_testbed.sim.runtime.signals import reraise_pending
 
@@ -137,12 +139,19 @@ def diagnose(scenario: Scenario, result: RunResult) -> tuple[str, str]:
                  if e.type == "exit" and not e.requested_stop and publish_ms <= e.timestamp <= verdict_ms]
         if exits:
             return "clean-exit", (
-                "the release exited with code 0 (not a crash: the ground truth counts it good) "
-                f"before the verdict at {decided_s:g} s, and the check failed it"
+                f"the release exited with code 0 (not a crash: the ground truth "
+                f"{scenario.truth!r} counts it good) before the verdict at {decided_s:g} s, "
+                "and the check failed it"
             )
         return "no-crash", f"the release never crashed, yet the check failed it at {decided_s:g} s"
     crashes = _crash_times_ms(result, publish_ms)
     first_s = (crashes[0] - publish_ms) / 1000 if crashes else None
+    if first_s is None and scenario.truth == "serves":
+        return "not-serving", (
+            "the release never crashed but did not serve: a machine exited on its own or was "
+            f"not started within {scenario.truth_window_s:g} s of the publish (the ground truth "
+            f"'serves'), and the check passed it at {decided_s:g} s"
+        )
     if first_s is None or crashes[0] > verdict_ms:
         when = "after the horizon" if first_s is None else f"{first_s:g} s after the publish"
         return "slow-crash", (
@@ -168,12 +177,21 @@ def diagnose(scenario: Scenario, result: RunResult) -> tuple[str, str]:
 
 
 class _Judge:
-    """Runs worlds for the search, remembering each world's kind (hypothesis retries many)."""
+    """Runs worlds for the search, remembering each world's kind (hypothesis retries many).
 
-    def __init__(self, base: Scenario, make_check: CheckFactory, budget: CheckBudget) -> None:
+    With a ``step`` (a real process that judges the testbed's publish: ``compare
+    --check-http``), the process gives each world's row; a wrong one's trace comes from the
+    simulator's run of the same world with ``make_check``'s check, which is the process's
+    world up to its verdict (a check only reads), and the process's row keeps its own looks,
+    verdict and time.
+    """
+
+    def __init__(self, base: Scenario, make_check: CheckFactory, budget: CheckBudget,
+                 step: RunStep | None = None) -> None:
         self.base = base
         self.make_check = make_check
         self.budget = budget
+        self.step = step
         self.kinds: dict[World, tuple[str, str, str, RunResult] | None] = {}
         self.tried = 0
 
@@ -184,12 +202,17 @@ class _Judge:
         self.tried += 1
         scenario = apply(self.base, world)
         check = self.make_check(scenario.check.model_dump())
-        result = run(scenario, scenario.seed, check, budget=self.budget)
+        if self.step is not None:
+            result = self.step(scenario, scenario.seed, ground_truth(scenario, scenario.seed))
+        else:
+            result = run(scenario, scenario.seed, check, budget=self.budget)
         answer = None
         if result.outcome in WRONG:
             # A second run with a trace, only for the wrong ones: the diagnosis needs every event.
             traced = run(scenario, scenario.seed, check, bad=result.bad, trace=True,
                          budget=self.budget)
+            if self.step is not None:
+                traced = dataclasses.replace(result, trace=traced.trace)
             code, why = diagnose(scenario, traced)
             answer = (traced.outcome, code, why, traced)
         self.kinds[world] = answer
@@ -274,13 +297,14 @@ def hunt(
     seed: int,
     progress: Progress | None = None,
     check_budget: CheckBudget = DEFAULT_CHECK_BUDGET,
+    step: RunStep | None = None,
 ) -> HuntResult:
     """Find each kind of world that fools the check, each shrunk to its smallest.
 
     ``budget`` is worlds tried per round; ``check_budget`` what the check is driven under
-    (``sim.checkload.budget``).
+    (``sim.checkload.budget``). With ``step`` the process is hunted (``_Judge``).
     """
-    judge = _Judge(base, make_check, check_budget)
+    judge = _Judge(base, make_check, check_budget, step)
     rng = random.Random(seed)
     found: list[Found] = []
     kinds: set[tuple[str, str]] = set()

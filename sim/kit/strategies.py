@@ -37,6 +37,7 @@ from platform_testbed.checks import Check, Event, Look
 from platform_testbed.checks.drive import CheckFailed, check_name
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
 from platform_testbed.sim.config.scenario import Outcome
+from platform_testbed.sim.config.truth import DEFAULT_TRUTH, Truth
 from platform_testbed.sim.kit.testing import PUBLISH_MS, App, Run, World, drive_world, world
 
 __all__ = [
@@ -252,6 +253,7 @@ def _world(  # noqa: PLR0917 -- st.composite passes a strategy's arguments posit
     jitter: SearchStrategy[float],
     same_app: bool,
     horizon_s: float,
+    truth: Truth = DEFAULT_TRUTH,
 ) -> World:
     # One platform per world: every machine shares its cap, profile, counter and jitter.
     # The draws keep the order they had before the widening (new ones come last, here and
@@ -273,7 +275,7 @@ def _world(  # noqa: PLR0917 -- st.composite passes a strategy's arguments posit
     seed = draw(st.integers(0, 2**32 - 1)) if spread else 0
     if spread:
         drawn = [replace(app, jitter=spread) for app in drawn]
-    return world(*drawn, horizon_s=horizon_s, seed=seed)
+    return world(*drawn, horizon_s=horizon_s, seed=seed, truth=truth)
 
 
 def worlds(
@@ -286,13 +288,15 @@ def worlds(
     jitter: float | SearchStrategy[float] | None = None,
     same_app: bool = False,
     horizon_s: float = 600.0,
+    truth: Truth = DEFAULT_TRUTH,
 ) -> SearchStrategy[World]:
     """Worlds of 1-4 machines on one platform (cap, profile, jitter), each running one of ``kinds``.
 
     ``same_app=True`` runs one app on every machine, as one release does (such a world
     converts to a simulator scenario: ``World.scenario()``, run it with ``World.seed``).
     ``horizon_s``: how long after the publish a check may look (a look due later ends the
-    run undecided). ``jitter=0.0`` keeps every timing exactly as drawn.
+    run undecided). ``jitter=0.0`` keeps every timing exactly as drawn. ``truth`` judges
+    each world (``World.bad``): ``serves`` (default) or ``crash`` (``sim.config.truth``).
     """
     apps(kinds=kinds)  # validate kinds now, not at the first draw
     return _world(
@@ -304,6 +308,7 @@ def worlds(
         _as_strategy(jitter, _jitters()),
         same_app,
         horizon_s,
+        truth,
     )
 
 
@@ -322,12 +327,12 @@ def outcome(w: World, run: Run) -> Outcome:
 
 
 def never_misses(w: World, run: Run) -> bool:
-    """A release that crashes after the publish is never passed."""
+    """A bad release (by the world's truth) is never passed."""
     return outcome(w, run) != "missed"
 
 
 def never_false_alarms(w: World, run: Run) -> bool:
-    """A release that never crashes is never failed."""
+    """A good release (by the world's truth) is never failed."""
     return outcome(w, run) != "false_alarm"
 
 
@@ -382,14 +387,12 @@ def describe_run(w: World, run: Run, max_looks: int = 12) -> str:
     for n, look in shown:
         lines += _look(n, look)
     verdict = run.verdict
-    truth = (
-        "the release is bad: "
-        + ", ".join(
-            f"{m.id} crashed {m.crashes_after_publish}×" for m in w.machines if m.crashes_after_publish
-        )
-        if w.bad
-        else "the release is good: no machine crashed after the publish"
-    )
+    crashed = ", ".join(
+        f"{m.id} crashed {m.crashes_after_publish}×" for m in w.machines if m.crashes_after_publish)
+    why = (crashed or f"a machine did not serve through the {w.truth_window_s:g} s window"
+           if w.bad else "no machine crashed after the publish"
+           + ("" if w.truth == "crash" else " and every one served through the window"))
+    truth = f"the release is {'bad' if w.bad else 'good'} by the truth {w.truth}: {why}"
     if verdict is None:
         lines.append(f"verdict: none by the horizon -> undecided ({truth})")
     else:

@@ -31,6 +31,7 @@ from platform_testbed.sim.config.scenario import (
     Scenario,
     TrafficTable,
 )
+from platform_testbed.sim.config.truth import DEFAULT_TRUTH, DEFAULT_WINDOW_S, Truth, window_end_s
 from platform_testbed.sim.platform.machine import Image, Machine
 
 STATE_AFTER = {"launch": "starting", "update": "starting", "start": "started", "destroy": "destroyed"}
@@ -281,6 +282,13 @@ class MachineHistory:
         """Ground truth: how many times the new release crashed (uncapped)."""
         return sum(1 for e in self.events if e.is_crash and e.timestamp >= PUBLISH_MS)
 
+    def serves_until(self, end_ms: int) -> bool:
+        """The ``serves`` truth's reading: no exit of its own from the publish to ``end_ms``,
+        and started at ``end_ms`` (``sim.config.truth``)."""
+        exited = any(e.type == "exit" and not e.requested_stop and PUBLISH_MS <= e.timestamp <= end_ms
+                     for e in self.events)
+        return not exited and self._state(end_ms) == "started"
+
 
 def history(
     machine_id: str, app: App, horizon_ms: int, rng: random.Random | None = None,
@@ -332,6 +340,9 @@ class World:
     horizon_ms: int
     #: The seed the machines' jitter was drawn from (the simulator's ``seed``).
     seed: int = 0
+    #: The ground truth that says whether the release is bad (``sim.config.truth``).
+    truth: Truth = DEFAULT_TRUTH
+    truth_window_s: float = DEFAULT_WINDOW_S
     #: Each machine's state just before the publish (those the publish updates, not the
     #: ones it launches), as the simulator's looks declare it (``Look.pre_deploy``).
     pre_deploy: Mapping[str, str] | None = field(init=False, repr=False, compare=False)
@@ -356,7 +367,8 @@ class World:
         if len(apps) != 1:
             raise ValueError("a scenario runs one app on every machine; this world has several")
         horizon_s = to_s(self.horizon_ms - PUBLISH_MS)
-        return self.machines[0].app.scenario(len(self.machines), horizon_s, check)
+        made = self.machines[0].app.scenario(len(self.machines), horizon_s, check)
+        return made.model_copy(update={"truth": self.truth, "truth_window_s": self.truth_window_s})
 
     def look(self, at_ms: int) -> Look:
         """Every machine read at ``at_ms``."""
@@ -364,12 +376,21 @@ class World:
 
     @property
     def bad(self) -> bool:
-        """Ground truth: some machine crashed after the publish began."""
-        return any(m.crashes_after_publish for m in self.machines)
+        """Ground truth by ``truth``: a machine crashed after the publish began, or (``serves``)
+        one exited within the window or is not started at its end."""
+        if any(m.crashes_after_publish for m in self.machines):
+            return True
+        if self.truth == "crash":
+            return False
+        end_ms = to_ms(window_end_s(self.truth_window_s, to_s(PUBLISH_MS), to_s(self.horizon_ms)))
+        return not all(m.serves_until(end_ms) for m in self.machines)
 
 
-def world(*apps: App, horizon_s: float = 600.0, seed: int = 0) -> World:
+def world(*apps: App, horizon_s: float = 600.0, seed: int = 0, truth: Truth = DEFAULT_TRUTH,
+          truth_window_s: float = DEFAULT_WINDOW_S) -> World:
     """A world of one machine per app, laid out to ``horizon_s`` after the publish.
+
+    ``truth`` and ``truth_window_s`` judge it (``World.bad``; ``sim.config.truth``).
 
     Each machine draws its jitter from its own stream, split from ``random.Random(seed)``
     in machine order as ``sim.publish.world.build`` splits it: a world of one app on
@@ -383,6 +404,8 @@ def world(*apps: App, horizon_s: float = 600.0, seed: int = 0) -> World:
               for i, (app, rng) in enumerate(zip(apps, streams, strict=True), start=1)),
         horizon_ms,
         seed,
+        truth,
+        truth_window_s,
     )
 
 

@@ -42,6 +42,16 @@ class EventLog:
         self._view: tuple[Event, ...] = ()
         self._view_at = 0
 
+    def copy(self) -> EventLog:
+        """Another log holding the same events (events are immutable: shared)."""
+        new = EventLog.__new__(EventLog)
+        new.cap = self.cap
+        new.records = self.records.copy()
+        new.appended = self.appended
+        new._view = self._view
+        new._view_at = self._view_at
+        return new
+
     def append(self, event: Event) -> None:
         """Record an event; the oldest falls off once the list holds ``cap``."""
         self.records.append(event)

@@ -54,9 +54,9 @@ class Machine:
 
     # Slots: a world builds a Machine per machine per run, and its life reads these.
     __slots__ = (
-        "_always", "_boot_base", "_budget", "_epoch_ms", "_exit", "_jitter", "_next_change",
-        "_pending", "_quiet", "_quiet_draw", "_quiet_until", "_records", "_ref", "_schedule",
-        "_spare_draw", "_starts", "_state", "_steady", "_steady_exit", "_then_exit",
+        "_always", "_boot_base", "_budget", "_counts_restart", "_epoch_ms", "_exit", "_jitter",
+        "_next_change", "_pending", "_quiet", "_quiet_draw", "_quiet_until", "_records", "_ref",
+        "_schedule", "_spare_draw", "_starts", "_state", "_steady", "_steady_exit", "_then_exit",
         "_then_start", "all_events", "crash_images", "crash_times", "env", "history", "id",
         "image", "log", "on_state", "platform", "profile", "restarts_total", "rng", "serving",
     )
@@ -92,6 +92,8 @@ class Machine:
         self._epoch_ms = platform.epoch_ms
         self._jitter = platform.jitter
         self._always = platform.restart_policy == "always"
+        #: ``restart_count_reading``: does an exit's restart_count count the restart it triggers?
+        self._counts_restart = platform.restart_count_reading == "counts-this-restart"
         #: ``env.schedule`` and the two callback lists a crash loop hands it, made once:
         #: SimPy reads a processed event's list and never changes it, and ``_halt``
         #: cancels by replacing a pending event's list, not by emptying it.
@@ -178,6 +180,58 @@ class Machine:
             self.now_ms() if at_ms is None else at_ms,
             self.restarts_total if self.platform.restart_counter else None,
         ))
+
+    def fork(self, env: simpy.Environment, serving: Serving | None) -> Machine | None:
+        """This machine as it is now, in another world's ``env``: the same state, log and
+        random stream; its pending step is a new event (``pending``) the caller queues.
+
+        For a shared world whose checks decide apart (``sim.publish.forking``): the world
+        goes on twice from the divergence, not again from time 0. None when something else
+        waits on the machine (``next_change``): that waiter cannot be copied.
+        """
+        if self._next_change is not None:
+            return None
+        new: Machine = Machine.__new__(Machine)
+        for name in Machine.__slots__:
+            setattr(new, name, getattr(self, name))
+        new.env = env
+        new._schedule = env.schedule
+        new.serving = serving
+        new.on_state = None  # the world's hook, bound to the world: the world rebinds it
+        rng = random.Random.__new__(random.Random)
+        rng.setstate(self.rng.getstate())
+        new.rng = rng
+        new.log = self.log.copy()
+        new._records = new.log.records
+        new.crash_times = array("d", self.crash_times)
+        new.crash_images = list(self.crash_images)
+        new._budget = None if self._budget is None else self._budget.copy()
+        new._then_start = [new._started]
+        new._then_exit = [new._exited]
+        new.history = None if self.history is None else list(self.history)
+        new.all_events = None if self.all_events is None else list(self.all_events)
+        pending = self._pending
+        if pending is not None:
+            callbacks = pending.callbacks
+            if callbacks is self._then_start:
+                mapped = new._then_start
+            elif callbacks is self._then_exit:
+                mapped = new._then_exit
+            elif callbacks and all(getattr(c, "__self__", None) is self for c in callbacks):
+                mapped = [getattr(new, c.__name__) for c in callbacks]
+            else:
+                return None
+            event = simpy.Event(env)
+            event._ok = True
+            event._value = None
+            event.callbacks = mapped
+            new._pending = event
+        return new
+
+    @property
+    def pending(self) -> simpy.Event | None:
+        """The life's next event (a timeout in the queue), or None when nothing is due."""
+        return self._pending
 
     # -- what the platform's users and fly-proxy do to a machine -------------------------
 
@@ -336,7 +390,8 @@ class Machine:
         self._change(
             "starting" if always else "stopped",
             self.profile.crash,
-            (exit_code, oom_killed, False, restarting, self._starts - 1),
+            (exit_code, oom_killed, False, restarting,
+             self._starts - (not (restarting and self._counts_restart))),
         )
         if not restarting:
             return  # gave up (or policy no, or a clean exit): stays stopped

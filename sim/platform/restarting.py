@@ -47,6 +47,14 @@ class RestartBudget:
         #: The machine gave up: no exit restarts it again (until a new budget).
         self.spent = False
 
+    def copy(self) -> RestartBudget:
+        """Another budget in the same state (a forked world's machine)."""
+        new = RestartBudget.__new__(RestartBudget)
+        new.max_retries, new.window_s = self.max_retries, self.window_s
+        new._times = None if self._times is None else self._times.copy()
+        new.opened, new.used, new.spent = self.opened, self.used, self.spent
+        return new
+
     def restart(self, now: float) -> bool:
         """A failed exit at ``now``: does flyd restart the machine? Counts the restart if so."""
         if self.spent:

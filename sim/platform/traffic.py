@@ -46,11 +46,7 @@ class _Rekeyed:
 
     def keyed(self, seed: int) -> np.random.Generator:
         """The generator at the start of ``seed``'s stream (call with ``lock`` held)."""
-        if self._rng is None:
-            import numpy as np  # noqa: PLC0415 -- see the imports
-
-            self._bits = np.random.Philox(key=0)
-            self._rng = np.random.Generator(self._bits)
+        rng = self._made()
         key = seed & _KEY_MASK
         state: dict[str, Any] = {
             "bit_generator": "Philox",
@@ -61,10 +57,37 @@ class _Rekeyed:
             "uinteger": 0,
         }
         self._bits.state = cast(Any, state)  # numpy types it as arrays; lists work
+        return rng
+
+    def _made(self) -> np.random.Generator:
+        """The one generator, made at the first draw (NumPy is imported then)."""
+        if self._rng is None:
+            import numpy as np  # noqa: PLC0415 -- see the imports
+
+            self._bits = np.random.Philox(key=0)
+            self._rng = np.random.Generator(self._bits)
         return self._rng
+
+    def state(self) -> Any:
+        """The stream's state now (for ``at``; call with ``lock`` held)."""
+        self._made()
+        return self._bits.state
+
+    def at(self, state: Any) -> np.random.Generator:
+        """The generator at a state ``state`` gave (call with ``lock`` held)."""
+        rng = self._made()
+        self._bits.state = state
+        return rng
 
 
 _REKEYED = _Rekeyed()
+
+
+#: Per (seed, mean): the Poisson total and the stream's state just after it. A sweep's
+#: points share their seeds and mostly their traffic's span, so they draw the same total;
+#: kept, a world sets the state and draws only the split. Emptied when full.
+_TOTALS: dict[tuple[int, float], tuple[int, Any]] = {}
+_TOTALS_MAX = 4096
 
 
 def requests_per_segment(seed: int, rps: float, lengths_s: Sequence[float]) -> list[int]:
@@ -78,11 +101,28 @@ def requests_per_segment(seed: int, rps: float, lengths_s: Sequence[float]) -> l
     total_s = float(sum(length for length in lengths_s if length > 0))
     if rps <= 0 or total_s <= 0:
         return [0] * len(lengths_s)
+    mean = rps * total_s
+    positive = [i for i, length in enumerate(lengths_s) if length > 0]
     with _REKEYED.lock:
-        rng = _REKEYED.keyed(seed)
-        requests = int(rng.poisson(rps * total_s))
+        kept = _TOTALS.get((seed, mean))
+        if kept is None:
+            rng = _REKEYED.keyed(seed)
+            requests = int(rng.poisson(mean))
+            if len(_TOTALS) >= _TOTALS_MAX:
+                _TOTALS.clear()
+            _TOTALS[(seed, mean)] = (requests, _REKEYED.state())
+        else:
+            requests = kept[0]
         if len(lengths_s) == 1:
             return [requests]
+        if len(positive) == 1:
+            # One segment holds all the time: the multinomial gives it every request
+            # (binomial(n, 1) = n, binomial(n, 0) = 0), whatever the stream.
+            counts = [0] * len(lengths_s)
+            counts[positive[0]] = requests
+            return counts
+        if kept is not None:
+            rng = _REKEYED.at(kept[1])
         shares = [max(length, 0.0) / total_s for length in lengths_s]
-        counts: list[int] = rng.multinomial(requests, shares).tolist()
-    return counts
+        drawn: list[int] = rng.multinomial(requests, shares).tolist()
+    return drawn

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import operator
 from array import array
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
@@ -20,8 +21,12 @@ from platform_testbed.checks.drive import check_name
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import CheckSetup
 from platform_testbed.sim.config.scenario import OUTCOMES, Outcome, Scenario
+from platform_testbed.sim.config.truth import DEFAULT_TRUTH, DEFAULT_WINDOW_S
+from platform_testbed.sim.config.truth import label as label_of
+from platform_testbed.sim.config.truth import rule as rule_of
 from platform_testbed.sim.publish.sharing import run_checks
 from platform_testbed.sim.publish.world import RecordedLook, RunResult, ground_truth
+from platform_testbed.sim.publish.world import run as run_one
 from platform_testbed.sim.runtime.frames import BOOL, FLOAT, INT, OUTCOME, TEXT, frame
 
 if TYPE_CHECKING:
@@ -157,12 +162,110 @@ class CheckStats:
 
 
 @dataclass(frozen=True, slots=True)
+class Reading:
+    """An unknown that can decide a check's verdict and its plausible values.
+
+    ``key``: a scenario key (``table.key``, as ``--set`` names it), or a check option (no
+    dot, as ``--check-opt`` names it).
+    """
+
+    key: str
+    values: tuple[str, ...]
+    #: Why it is unknown, in a phrase (the text report's legend).
+    about: str
+
+
+#: The unknowns that decide verdicts, per check name (docs/fidelity.md): compare runs a
+#: check under every combination of its readings and marks a verdict that changes.
+READINGS: Mapping[str, tuple[Reading, ...]] = MappingProxyType({
+    "flyctl-smoke": (
+        Reading("listen_reading", ("ps-fails", "no-listener"),
+                "a check option: what flyctl's listen-address wait meets on a machine not "
+                "started"),
+        Reading("platform.restart_count_reading", ("restarts-so-far", "counts-this-restart"),
+                "whether an exit's restart_count counts the restart it triggers"),
+    ),
+})
+
+
+@dataclass(frozen=True, slots=True)
+class ReadingRun:
+    """One check's outcome in one seed's world under one combination of its readings."""
+
+    values: tuple[str, ...]  # in the order of ``READINGS[check]``
+    outcome: Outcome
+    verdict: str | None
+    #: True for the combination the run itself used (the scenario's and the check's values).
+    own: bool
+
+
+@dataclass(frozen=True, slots=True)
 class SeedRun:
     """Every check's result in one seed's world."""
 
     seed: int
     release_bad: bool
     results: tuple[RunResult, ...]
+    #: Per check that has readings (``READINGS``): its outcome under each combination.
+    readings: Mapping[str, tuple[ReadingRun, ...]] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({}))
+
+    def depends_on(self, check: str) -> tuple[str, ...]:
+        """The readings whose value alone changes ``check``'s outcome in this world."""
+        return depends_on(check, [(r.values, r.outcome) for r in self.readings.get(check, ())])
+
+
+def depends_on(check: str, results: Iterable[tuple[tuple[str, ...], Hashable]]) -> tuple[str, ...]:
+    """The readings of ``check`` that change its result between two combinations that differ
+    in that reading alone (``results``: each combination's values and its result)."""
+    found = []
+    pairs = list(results)
+    for at, reading in enumerate(READINGS.get(check, ())):
+        by_rest: dict[tuple[str, ...], set[Hashable]] = {}
+        for values, result in pairs:
+            by_rest.setdefault(values[:at] + values[at + 1:], set()).add(result)
+        if any(len(seen) > 1 for seen in by_rest.values()):
+            found.append(reading.key)
+    return tuple(found)
+
+
+def _own_value(scenario: Scenario, check: Check, key: str) -> str:
+    """The value of reading ``key`` the run used: the check's option, or the scenario's."""
+    if "." not in key:
+        return str(getattr(check, key))
+    table, name = key.split(".", 1)
+    return str(getattr(getattr(scenario, table), name))
+
+
+def _with_reading(scenario: Scenario, check: Check, key: str, value: str) -> tuple[Scenario, Check]:
+    """The scenario and check with reading ``key`` set to ``value``."""
+    if "." not in key:
+        assert dataclasses.is_dataclass(check)  # a built-in of READINGS: a frozen dataclass
+        return scenario, cast("Check", dataclasses.replace(check, **{key: value}))
+    table, name = key.split(".", 1)
+    section = getattr(scenario, table)
+    return scenario.model_copy(update={table: section.model_copy(update={name: value})}), check
+
+
+def reading_runs(scenario: Scenario, seed: int, check: Check, own: RunResult,
+                 budget: CheckBudget = DEFAULT_CHECK_BUDGET) -> tuple[ReadingRun, ...]:
+    """``check`` in ``seed``'s world under every combination of its readings (``own`` is the
+    run's own); the ground truth is the run's, which no reading changes."""
+    readings = READINGS.get(check_name(check), ())
+    if not readings or any("." not in r.key and not hasattr(check, r.key) for r in readings):
+        return ()  # none, or a check of that name without the options (a user's)
+    mine = tuple(_own_value(scenario, check, r.key) for r in readings)
+    runs = []
+    for values in itertools.product(*(r.values for r in readings)):
+        if values == mine:
+            result = own
+        else:
+            world, variant = scenario, check
+            for reading, value in zip(readings, values, strict=True):
+                world, variant = _with_reading(world, variant, reading.key, value)
+            result = run_one(world, seed, variant, bad=own.bad, budget=budget)
+        runs.append(ReadingRun(values, result.outcome, verdict_word(result), values == mine))
+    return tuple(runs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +306,27 @@ class Comparison:
     #: Every seed run, first and last (``seeds`` may hold none of them: ``keep_runs``).
     seed_range: tuple[int, int] | None = None
     runs_count: int = 0
+    #: The ground truth that judged every run, and its window (``sim.config.truth``).
+    truth: str = DEFAULT_TRUTH
+    truth_window_s: float = DEFAULT_WINDOW_S
+    #: Per check with readings (``READINGS``), per combination of them: the outcome counts
+    #: over the seeds run here (a runner's summary-only seeds are not in it).
+    readings: Mapping[str, Mapping[tuple[str, ...], OutcomeCounts]] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({}))
+
+    def depends_on(self, check: str) -> tuple[str, ...]:
+        """The readings whose value alone changes ``check``'s outcome counts."""
+        return depends_on(check, self.readings.get(check, {}).items())
+
+    @property
+    def truth_rule(self) -> str:
+        """The truth's rule in one phrase."""
+        return rule_of(self.truth, self.truth_window_s)
+
+    @property
+    def truth_label(self) -> str:
+        """The truth's name and rule: ``serves (bad if ...)``."""
+        return label_of(self.truth, self.truth_window_s)
 
     def results_of(self, check: str) -> tuple[RunResult, ...]:
         """One check's results, a seed after another."""
@@ -239,6 +363,8 @@ class Comparison:
             "schema_version": SCHEMA_VERSION,
             "scenario": self.scenario,
             "description": self.description,
+            "truth": self.truth,
+            "truth_rule": self.truth_rule,
             "runs": [run_json(run, self.publish_started_ms) for run in self.seeds],
             "runs_count": self.runs_count,
             "summary": {name: counts.to_json() for name, counts in self.summary.items()},
@@ -248,6 +374,15 @@ class Comparison:
         }
         if self.setups:
             doc["check_options"] = {s.name: s.to_json() for s in self.setups}
+        if self.readings:
+            doc["readings"] = {
+                name: {"keys": [r.key for r in READINGS[name]],
+                       "depends_on": list(self.depends_on(name)),
+                       "counts": [{"readings": dict(zip([r.key for r in READINGS[name]], values,
+                                                        strict=True)),
+                                   "summary": counts.to_json()}
+                                  for values, counts in per.items()]}
+                for name, per in self.readings.items()}
         if len(self.seeds) < self.runs_count:
             # Per-run details of many runs are streamed (--details FILE.jsonl), not held.
             del doc["runs"]
@@ -256,10 +391,23 @@ class Comparison:
 
 def run_json(run: SeedRun, publish_started_ms: int) -> dict[str, Any]:
     """One seed's world: every check's result (a ``--json`` run, a ``--details`` line)."""
-    return {
+    doc: dict[str, Any] = {
         "seed": run.seed,
         "release_bad": run.release_bad,
         "results": [result_json(r, publish_started_ms) for r in run.results],
+    }
+    if run.readings:
+        doc["readings"] = {check: readings_json(check, runs) for check, runs in run.readings.items()}
+    return doc
+
+
+def readings_json(check: str, runs: Sequence[ReadingRun]) -> dict[str, Any]:
+    """One check's outcome under each reading, and the readings its verdict depends on."""
+    keys = [r.key for r in READINGS[check]]
+    return {
+        "depends_on": list(depends_on(check, [(r.values, r.outcome) for r in runs])),
+        "outcomes": [{"readings": dict(zip(keys, run.values, strict=True)), "outcome": run.outcome,
+                      "verdict": run.verdict, "own": run.own} for run in runs],
     }
 
 
@@ -471,6 +619,7 @@ def compare(
     budget: CheckBudget = DEFAULT_CHECK_BUDGET,
     steps: Sequence[RunStep] = (),
     runner: Runner | None = None,
+    with_readings: bool = True,
 ) -> Comparison:
     """Every check in every seed's world; the release's badness is judged once per seed.
 
@@ -480,6 +629,9 @@ def compare(
     summary comes from running tallies, and ``on_run`` sees each seed's runs as they end.
     ``budget`` is what every check is driven under (``sim.checkload.budget``).
     Each of ``steps`` gives one more row per seed, after the checks', on the same truth.
+    ``with_readings``: a check with unknowns that decide its verdict (``READINGS``) is also
+    run under every combination of them, in the seeds whose results come back here (not
+    in a runner's summary-only tallies); the comparison says what each verdict depends on.
     ``runner`` runs the checks' worlds elsewhere (a pool: ``sim.sweep.seeds``, which hands
     the budget on); the results, or for a summary alone (``keep_runs=False``, no callback,
     no step) each task's ``SeedTally``, are folded here in seed order either way, so the
@@ -490,6 +642,8 @@ def compare(
         raise ValueError(f"two checks share a name: {', '.join(names)}")
     counts = dict.fromkeys(names, OutcomeCounts())
     stats = dict.fromkeys(names, CheckStats())
+    by_name = {check_name(c): c for c in checks}
+    reading_counts: dict[str, dict[tuple[str, ...], list[Outcome]]] = {}
     runs = []
     failures = []
     first_seed: int | None = None
@@ -503,6 +657,14 @@ def compare(
         last_seed = seed
         results = tuple(given)
         bad = results[0].bad if results else ground_truth(scenario, seed)
+        readings = MappingProxyType({
+            name: reading_runs(scenario, seed, by_name[name], result, budget)
+            for result in results if (name := result.check) in READINGS and name in by_name
+        }) if with_readings else MappingProxyType({})
+        for name, variants in readings.items():
+            for variant in variants:
+                reading_counts.setdefault(name, {}).setdefault(variant.values, []).append(
+                    variant.outcome)
         results += tuple(step(scenario, seed, bad) for step in steps)
         for result in results:
             if on_result is not None:
@@ -512,7 +674,7 @@ def compare(
             expected = scenario.expect.get(result.check)
             if expected is not None and expected != result.outcome:
                 failures.append(ExpectationMiss(seed, result.check, expected, result.outcome))
-        run = SeedRun(seed, bad, results)
+        run = SeedRun(seed, bad, results, readings)
         if on_run is not None:
             on_run(run)
         if keep_runs:
@@ -554,4 +716,10 @@ def compare(
         stats=MappingProxyType(stats),
         seed_range=None if first_seed is None or last_seed is None else (first_seed, last_seed),
         runs_count=total,
+        truth=scenario.truth,
+        truth_window_s=scenario.truth_window_s,
+        readings=MappingProxyType({
+            name: MappingProxyType({values: OutcomeCounts().folded(
+                bytes(_OUTCOME_AT[o] for o in outcomes)) for values, outcomes in per.items()})
+            for name, per in reading_counts.items()}),
     )

@@ -10,6 +10,7 @@ newest ``launch``/``update`` event (``--publish-ms`` overrides); see ``checks.fl
 from __future__ import annotations
 
 import json
+import re
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -90,7 +91,9 @@ def load_recordings(
         if payload:
             recordings = [payload_recording(whole, at_ms, publish_ms)]
         else:
-            recordings = read_recordings(text.split("\n"))  # JSON Lines: \n only, not U+2028
+            # JSON Lines ends a line with \n, \r\n or (an old Mac's) \r alone, never U+2028: a
+            # raw CR cannot be inside a JSON string, so it only ever ends a line.
+            recordings = read_recordings(_LINE_END.split(text))
     except RecordingError as error:
         raise BadInput(f"{path}: {error}") from None
     except ValueError as error:  # JSON that is not JSON
@@ -101,6 +104,10 @@ def load_recordings(
         raise BadInput(f"{path}: the recording holds no looks")
     _unique_ids(path, recordings)
     return recordings
+
+
+#: What ends a line of a recording.
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def _unique_ids(path: str, recordings: Sequence[Recording]) -> None:

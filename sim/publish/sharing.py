@@ -24,7 +24,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import simpy
 
@@ -33,6 +33,8 @@ from platform_testbed.checks.drive import CheckFailed, check_name, drive
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.publish.deploying import record_failure
+from platform_testbed.sim.publish.forking import DROP, fork, rest_crashes
+from platform_testbed.sim.publish.forking import Entry as _Entry
 from platform_testbed.sim.publish.gcpause import gc_paused
 from platform_testbed.sim.publish.runresult import RecordedLook, RunResult
 from platform_testbed.sim.publish.site import SiteTally
@@ -50,45 +52,7 @@ from platform_testbed.sim.publish.world import (
     take_look,
 )
 
-__all__ = ["SHARE_MIN_SAVING", "SHARE_PROBE_EVERY", "run_checks"]
-
-
-#: ``run_checks`` shares worlds while sharing saves at least this share of them; below, it
-#: gives each check a world of its own. Measured (process time, paired, issue 22): where the
-#: checks all decide apart, sharing simulates as many worlds and costs more (6 built-ins in
-#: sept25-crash-loop: 6.0 worlds a seed, shared 1.14x a world per check, quartiles
-#: 1.09-1.17x; benchmarks/bench_sharing.py); a sweep world of crash_period_vs_look_delay
-#: takes 1.13 worlds for its 2 checks.
-SHARE_MIN_SAVING = 0.1
-#: Past this many calls without sharing it is tried again, as the worlds may have changed.
-SHARE_PROBE_EVERY = 32
-
-
-@dataclass(slots=True)
-class _Gain:
-    """What sharing has saved for one list of checks in this process (a running mean)."""
-
-    worlds: float = 0.0  # worlds simulated per check, in the calls that shared
-    shared: int = 0
-    since: int = 0  # calls since the last that shared
-
-    def share(self) -> bool:
-        """Whether this call shares: yes while learning, while it pays, and now and then."""
-        if self.shared < 4 or self.worlds <= 1.0 - SHARE_MIN_SAVING:
-            return True
-        self.since += 1
-        return self.since >= SHARE_PROBE_EVERY
-
-    def saw(self, worlds: int, checks: int) -> None:
-        """One call shared, and simulated ``worlds`` worlds for ``checks`` checks."""
-        weight = 1 / min(self.shared + 1, 16)  # the recent past counts most
-        self.worlds += (worlds / checks - self.worlds) * weight
-        self.shared += 1
-        self.since = 0
-
-
-#: Per list of check names (the scenario changes from world to world in a sweep).
-_GAINS: dict[tuple[str, ...], _Gain] = {}
+__all__ = ["run_checks"]
 
 
 def run_checks(
@@ -97,25 +61,20 @@ def run_checks(
 ) -> list[RunResult]:
     """Every check in the same world (same seed), judged against one ground truth.
 
-    The same results as ``run`` for each check, byte for byte, from fewer simulations:
-    the checks ride one world side by side until one decides (``_Shared``); those that
-    decide the same thing in the same step share the rest of it, the others ride a new
-    world of the same seed that replays what they asked so far. The oracle runs at most
-    once, and only when no world proved the release bad by itself.
+    The same results as ``run`` for each check, byte for byte, from one simulation: the
+    checks ride one world side by side until one decides (``_Shared``); those that decide
+    the same thing in the same step share the rest of it, the others go on in a copy of
+    the world as it was just before that verdict acted (``sim.publish.forking``), so no
+    stretch of the seed's world is simulated twice. The oracle, where no world proved the
+    release bad by itself, goes on from the last copy made before a rollback.
 
-    Sharing costs a little where it saves nothing (every check decides apart), so by
-    default (``share=None``) it is used while it saves ``SHARE_MIN_SAVING`` of the worlds
-    for these checks in this process; the results are the same either way.
+    ``share`` False gives each check a world of its own (``run``: the reference the shared
+    way is tested against); True or None share.
     """
     if 0 < sum(map(_alone, checks)) < len(checks):
         return _beside(scenario, seed, checks, budget, share)
-    gain = None
-    if share is None and len(checks) > 1:
-        key = tuple(check_name(c) for c in checks)
-        gain = _GAINS.get(key) or _GAINS.setdefault(key, _Gain())
-        share = gain.share()
     with gc_paused():
-        if any(map(_alone, checks)) or (not share and len(checks) > 1):
+        if any(map(_alone, checks)) or (share is False and len(checks) > 1):
             alone = [simulate(scenario, seed, check, False, budget) for check in checks]
             bad = any(w.proved_bad for w in alone) or ground_truth(scenario, seed)
             return [run_result(w, check, bad, False) for w, check in zip(alone, checks, strict=True)]
@@ -125,15 +84,25 @@ def run_checks(
             for check in checks
         ]
         worlds: list[_Shared] = []
-        waiting = riders
-        while waiting:
-            shared = _Shared(build(scenario, seed), waiting)
+        shared: _Shared | None = _Shared(build(scenario, seed), riders)
+        oracle: World | None = None  # the last copy with no rider: where the oracle goes on
+        while shared is not None:
+            shared.known = any(w.world.proved_bad for w in worlds)
             shared.run()
             worlds.append(shared)
-            waiting = shared.away
-        if gain is not None:
-            gain.saw(len(worlds), len(checks))
-        bad = any(w.world.proved_bad for w in worlds) or ground_truth(scenario, seed)
+            then = shared.then
+            if shared.away:
+                # A copy of the world just before the verdict acted, or (a world that
+                # cannot be copied) a new one that replays what they asked so far.
+                if then is None:
+                    then = _Shared(build(scenario, seed), shared.away)
+                else:
+                    then.adopt(shared.away)
+            elif then is not None:  # nobody rides on in it: the oracle's, if it needs one
+                then.adopt(())
+                oracle, then = then.world, None
+            shared = then
+        bad = any(w.world.proved_bad for w in worlds) or _truth(scenario, seed, worlds, oracle)
         results: dict[int, RunResult] = {}
         for shared in worlds:
             tally = shared.world.site.tally(shared.world.publish_at_s, scenario.horizon_s,
@@ -141,6 +110,25 @@ def run_checks(
             for rider in shared.members:
                 results[id(rider)] = rider.result(shared.world, tally, seed, bad)
         return [results[id(rider)] for rider in riders]
+
+
+def _truth(scenario: Scenario, seed: int, worlds: Sequence[_Shared], oracle: World | None) -> bool:
+    """The ground truth where no world proved the release bad by itself.
+
+    Under ``crash``: a world no rollback touched that ran to the horizon saw what the oracle
+    would (and no crash); else the oracle goes on from the last copy made where a verdict acted; only a
+    world that could not be copied costs an oracle from time 0.
+    """
+    if scenario.truth != "crash":
+        # ``serves`` reads the window after the publish (an exit in it, the machines at its
+        # end): neither a world a check rode nor a copy keeps that, so it is judged from 0.
+        return ground_truth(scenario, seed)
+    horizon = scenario.horizon_s
+    if any(not w.world.diverged and w.world.env.now >= horizon for w in worlds):
+        return False
+    if oracle is not None:
+        return rest_crashes(oracle)
+    return ground_truth(scenario, seed)
 
 
 def _alone(check: Check) -> bool:
@@ -228,6 +216,10 @@ class _Rider:
         )
 
 
+#: A look's entry taken off SimPy's queue (``_Shared._same_step``), and its rider.
+_Look = tuple[_Entry, "_Rider"]
+
+
 class _Shared:
     """One world that several checks ride, until one decides.
 
@@ -235,34 +227,55 @@ class _Shared:
     changes nothing, and SimPy orders simultaneous events by when they were scheduled,
     so the events one check adds never reorder another's against the world's. Until a
     verdict acts, each rider sees exactly what it would alone. The first verdict acts
-    here; riders whose next look is the very next event of the same instant (nothing of
-    the world between) look now, before it acts, and those that decide the same thing
-    (pass, or fail with the same rollback) share this world's rest. Every other rider
-    goes ``away`` to a new world, which replays its recorded waits (same events, same
-    order) without asking the check again, and goes on from there.
+    here; just before it does, the world is copied (``then``: ``sim.publish.forking``).
+    Riders whose next look is the very next event of the same instant (nothing of the
+    world between) look now, before it acts, and those that decide the same thing (pass,
+    or fail with the same rollback) share this world's rest. Every other rider goes
+    ``away`` and rides on in the copy, where nothing acted: a look it already took there
+    is replayed from its record (the same look: nothing happened between), not asked
+    again. A world that cannot be copied leaves ``then`` None: the riders away ride a
+    new world from time 0 that replays their recorded waits (same events, same order).
     """
 
-    def __init__(self, world: World, riders: Sequence[_Rider]) -> None:
+    def __init__(self, world: World, riders: Sequence[_Rider], forked: bool = False) -> None:
         world.stop_when_settled = True
         self.world = world
         self.riders = list(riders)
         self.members: list[_Rider] = []  # whose result this world gives
         self.away: list[_Rider] = []
+        #: The copy of this world made just before its first verdict acted.
+        self.then: _Shared | None = None
+        #: Set when an earlier world of the seed proved the release bad (no oracle needed).
+        self.known = False
+        self._forked = forked  # a copy: it goes on from where it was made, not from time 0
         self._gone: set[int] = set()  # ids of riders away from this world
         self._acting: tuple[bool, bool] | None = None  # the action being taken now
         #: Each pending look's timeout: the rider and the look it leads to.
-        self._pending: dict[int, tuple[simpy.Timeout, _Rider, int]] = {}
+        self._pending: dict[int, tuple[simpy.Event, _Rider, int]] = {}
 
     def run(self) -> None:
         """Simulate to the horizon (or until settled); say who shares this world's result."""
         world = self.world
-        start(world, self._publish)
-        world.env.run(until=world.scenario.horizon_s)
+        if self._forked:
+            # Copied in the publish's own step: who had not given a first answer gives it now.
+            for rider in self.riders:
+                if id(rider) not in self._gone and not rider.waits and not rider.done:
+                    self._at(rider, -1)
+            world.env.run()  # the copied queue holds the original's stop at the horizon
+        else:
+            start(world, self._publish)
+            world.env.run(until=world.scenario.horizon_s)
         if not world.diverged:
             world.proved_bad = release_crashes(world)
         if self._acting is None:  # nothing acted: every rider still here shares it
             self.members = [r for r in self.riders if id(r) not in self._gone]
         self.away.sort(key=self.riders.index)
+
+    def adopt(self, riders: Sequence[_Rider]) -> None:
+        """Of the riders copied here, only ``riders`` (the original's away) ride on."""
+        keep = {id(r) for r in riders}
+        self._gone.update(id(r) for r in self.riders if id(r) not in keep)
+        self.riders = list(riders)
 
     def _publish(self, launch_previous: bool) -> Generator[Any, Any, None]:
         # The same steps as ``world._publish``: the roll, then each check's first answer in the
@@ -312,23 +325,57 @@ class _Shared:
         self._acting = rider.action
         self.members = [rider]
         self._gone.add(id(rider))
-        self._same_step()
-        # Everyone else needs a world where this verdict did not act.
-        for other in self.riders:
-            if other not in self.members:
-                self._leave(other)
+        looked = self._same_step()
+        # Everyone else needs a world where this verdict did not act: a copy of this one
+        # now (looks changed nothing; the looks just taken go back in its queue). So does
+        # the oracle, after a rollback that no crash before it proved right.
+        away = [r for r in self.riders if r not in self.members]
+        rollback = not rider.action[0] and rider.action[1]
+        if away or (rollback and not (self.known or release_crashes(self.world))):
+            self.then = self._fork(away, [entry for entry, r in looked if r not in self.members])
+        for other in away:
+            self._leave(other)
         assert rider.verdict is not None
         act(self.world, rider.verdict, rider.action[1])
 
-    def _same_step(self) -> None:
-        """Let riders whose look is the very next event, in this instant, look now."""
+    def _fork(self, riders: list[_Rider], looked: Sequence[_Entry]) -> _Shared | None:
+        """This world now, with ``riders`` (and the looks ``looked`` they just took here
+        back in its queue) to ride on; None if it cannot be copied."""
+        then = _Shared(self.world, riders, forked=True)
+
+        def look(event: simpy.Event, env: simpy.Environment) -> simpy.Event | Literal["drop"] | None:
+            entry = self._pending.get(id(event))
+            if entry is None:
+                return None
+            if entry[1] not in riders:  # decided here, or gone before: it rides no more
+                return DROP
+            copy = simpy.Event(env)
+            copy._ok, copy._value, copy.callbacks = True, None, [then._due]
+            then._pending[id(copy)] = (copy, entry[1], entry[2])
+            return copy
+
+        world = fork(self.world, look, looked)
+        if world is None:
+            return None
+        world.stop_when_settled = True
+        then.world = world
+        return then
+
+    def _same_step(self) -> list[_Look]:
+        """Let riders whose look is the very next event, in this instant, look now; the
+        queue entries taken, with their riders."""
         env = self.world.env
         # SimPy's queue is a heap of (time, priority, id, event); its front is what
         # ``env.step`` runs next. Private to SimPy (4.x): only our own look timeouts are
         # taken off it, and only when they are next (tests/test_shared_worlds.py).
         queue = env._queue
+        taken: list[_Look] = []
         while queue and queue[0][0] == env.now and id(queue[0][3]) in self._pending:
-            event = heapq.heappop(queue)[3]
-            _, other, k = self._pending.pop(id(event))
+            entry = heapq.heappop(queue)
+            event = entry[3]
+            # Left in ``_pending``: a copy of this world (``_fork``) still has it to come.
+            _, other, k = self._pending[id(event)]
+            taken.append((entry, other))
             if id(other) not in self._gone:
                 self._at(other, k)
+        return taken

@@ -21,7 +21,10 @@ from platform_testbed.checks.drive import check_name, drive, drive_deploying
 from platform_testbed.checks.protocol import prepare
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.config.scenario import Scenario
+from platform_testbed.sim.config.truth import window_end_s
+from platform_testbed.sim.platform.environment import new_environment
 from platform_testbed.sim.platform.machine import Image, Machine
+from platform_testbed.sim.platform.streams import streams
 from platform_testbed.sim.publish.deploying import drive_publish
 from platform_testbed.sim.publish.gcpause import gc_paused
 from platform_testbed.sim.publish.runresult import MachineTrace, RecordedLook, RunResult, Trace
@@ -30,8 +33,9 @@ from platform_testbed.sim.publish.site import DOWN_STATES, Site
 # The result types live in ``sim.publish.runresult``; importable from here as before.
 __all__ = [
     "MachineTrace", "RecordedLook", "RunResult", "Trace", "World", "act", "after_roll", "build",
-    "conclude", "ground_truth", "release_crashes", "roll", "run", "run_result", "simulate",
-    "start", "start_previous", "take_look", "update_machines",
+    "conclude", "cordon", "create_machine", "destroy_machine", "ground_truth", "hook_autostart",
+    "release_crashes", "release_serves", "roll", "run", "run_result", "simulate", "start",
+    "start_previous", "take_look", "uncordon", "update_machines", "watch_first_crash",
 ]
 
 
@@ -66,6 +70,13 @@ class World:
     #: tool's List showed then; every look after the publish carries it (``Look.pre_deploy``).
     pre_deploy: dict[str, str] | None = None
     _proxy_rng: random.Random | None = None
+    #: Machines a client of the platform destroyed (``destroy_machine``): gone from the app,
+    #: not down. (The legacy rollback's destroy ends the site instead.)
+    destroyed: list[Machine] = field(default_factory=list)
+    #: Machines a client created (``create_machine``), in order.
+    created: int = 0
+    #: Machines cordoned (``cordon``): not public how fly-proxy weighs them; kept as a mark.
+    cordoned: set[str] = field(default_factory=set)
 
     @property
     def proxy_rng(self) -> random.Random:
@@ -89,13 +100,13 @@ class World:
 
 def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
     """Lay out a world: machines (not yet launched), site, and the streams of randomness."""
-    env = simpy.Environment()
-    root = random.Random(seed)
+    env = new_environment()
     # Child streams drawn in a fixed order: each machine and the traffic get their own,
-    # so a check's actions never shift another part of the world's randomness.
-    machine_rngs = [random.Random(root.getrandbits(64)) for _ in range(scenario.release.machines)]
-    traffic_seed = root.getrandbits(64)
-    proxy_seed = root.getrandbits(64)
+    # so a check's actions never shift another part of the world's randomness. Derived
+    # once per seed in a process (``sim.platform.streams``).
+    seeded = streams(seed, scenario.release.machines)
+    machine_rngs = seeded.machine_rngs()
+    traffic_seed, proxy_seed = seeded.traffic_seed, seeded.proxy_seed
     before = scenario.previous
     previous = Image(before.image, before) if before is not None else None
     release = Image(scenario.release.image, scenario.release)
@@ -107,13 +118,22 @@ def build(scenario: Scenario, seed: int, trace: bool = False) -> World:
         for i, rng in enumerate(machine_rngs, start=1)
     ]
     world = World(scenario, seed, env, machines, site, traffic_seed, proxy_seed, previous, release)
-    if scenario.traffic.autostart and scenario.traffic.rps > 0:
+    hook_autostart(world)
+    return world
+
+
+def hook_autostart(world: World) -> None:
+    """fly-proxy hears of every machine that stops, if ``[traffic] autostart`` is on.
+
+    ``build``'s last step, and a forked world's (``sim.publish.forking``): the hook is
+    bound to its world.
+    """
+    if world.scenario.traffic.autostart and world.scenario.traffic.rps > 0:
         def autostart(machine: Machine) -> None:
             if machine.state == "stopped":
                 _on_stopped(world)
-        for machine in machines:
+        for machine in world.machines:
             machine.on_state = autostart
-    return world
 
 
 def take_look(world: World) -> RecordedLook:
@@ -313,9 +333,13 @@ def _reconciler(world: World) -> Generator[Any, Any, None]:
     seen = [len(m.crash_times) for m in world.machines]
     while True:
         yield env.timeout(interval - env.now % interval)
-        crashed = [len(m.crash_times) > n for m, n in zip(world.machines, seen, strict=True)]
+        # A machine a client created since the last pass has crashed if it has at all (zip
+        # stops at the shorter list, so it is counted here); one it destroyed is not the app's.
+        crashed = [len(m.crash_times) > n for m, n in zip(world.machines, seen, strict=False)]
+        crashed += [bool(m.crash_times) for m in world.machines[len(seen):]]
         seen = [len(m.crash_times) for m in world.machines]
-        if any(crashed) or any(m.state in DOWN_STATES for m in world.machines):
+        if any(crashed) or any(m.state in DOWN_STATES and m not in world.destroyed
+                               for m in world.machines):
             world.site.set_live(None)
             world.late_failure_at_s = env.now - world.publish_at_s
             world.settle()
@@ -330,12 +354,66 @@ def release_crashes(world: World) -> bool:
     return any(t >= at and image == ref for crashes in pairs for t, image in crashes)
 
 
+def release_serves(world: World) -> bool:
+    """Whether every machine reads started on the release now (what the site routes to)."""
+    ref = world.release.ref
+    return all(m.state == "started" and m.image is not None and m.image.ref == ref
+               for m in world.machines)
+
+
 def ground_truth(scenario: Scenario, seed: int) -> bool:
-    """The same world with no check and no rollback: does the release crash by the horizon?"""
+    """The same world with no check and no rollback: is the release bad by ``scenario.truth``?
+
+    ``crash``: does it crash by the horizon. ``serves`` (``sim.config.truth``): does it
+    crash by the horizon, exit on its own within the window, or have a machine not
+    started at the window's end. Nobody stops a machine in this world after the roll, so
+    a machine of the release that leaves ``started`` exited on its own.
+    """
     world = build(scenario, seed)
     env = world.env
     start(world, partial(_publish, world, None, DEFAULT_CHECK_BUDGET))
-    first_crash = env.event()
+    judged = env.event()  # the first crash (crash), or the first exit in the window (serves)
+    ref, at = world.release.ref, world.publish_at_s
+    serves = scenario.truth == "serves"
+    window_end = window_end_s(scenario.truth_window_s, at, scenario.horizon_s)
+    hooks = {m.id: m.on_state for m in world.machines}
+    was = {m.id: m.state for m in world.machines}
+
+    def watch(machine: Machine) -> None:
+        hook = hooks[machine.id]
+        if hook is not None:
+            hook(machine)
+        before, was[machine.id] = was[machine.id], machine.state
+        if judged.triggered:
+            return
+        # Only the machine that changed can have a new crash: no scan of the whole fleet.
+        times, images = machine.crash_times, machine.crash_images
+        crashed = bool(times) and times[-1] >= at and images[-1] == ref
+        # serves: a machine of the release that leaves started in the window stopped serving.
+        exited = (serves and before == "started" and machine.state in ("stopped", "starting")
+                  and machine.image is not None and machine.image.ref == ref
+                  and at <= env.now <= window_end)
+        if crashed or exited:
+            judged.succeed()
+
+    for machine in world.machines:
+        machine.on_state = watch
+    if serves:
+        env.run(until=env.any_of([judged, env.timeout(window_end)]))
+        if judged.triggered or not release_serves(world):
+            return True
+    env.run(until=env.any_of([judged, env.timeout(scenario.horizon_s - env.now)]))
+    return release_crashes(world)
+
+
+def watch_first_crash(world: World) -> simpy.Event:
+    """An event that succeeds when the release first crashes after the publish.
+
+    The ``crash`` truth's stop from a forked world on (``sim.publish.forking``); the
+    ``serves`` truth reads the window from time 0 (``ground_truth``), as a copy does not
+    keep what the machines did before it was made.
+    """
+    first_crash = world.env.event()
     ref, at = world.release.ref, world.publish_at_s
     hooks = {m.id: m.on_state for m in world.machines}
 
@@ -350,8 +428,7 @@ def ground_truth(scenario: Scenario, seed: int) -> bool:
 
     for machine in world.machines:
         machine.on_state = watch
-    env.run(until=env.any_of([first_crash, env.timeout(scenario.horizon_s)]))
-    return release_crashes(world)
+    return first_crash
 
 
 def _trace(world: World) -> Trace:
@@ -433,3 +510,46 @@ def run(
         if bad is None:
             bad = world.proved_bad or ground_truth(scenario, seed)
         return run_result(world, check, bad, trace)
+
+
+# -- operations a platform client makes (the twin's Machines API calls them) -----------
+
+
+def create_machine(world: World, image: Image, start: bool = True) -> Machine:
+    """A new machine of the app on ``image`` (Machines_create): launched now, or left
+    ``created`` with the image (``start`` False: ``skip_launch``).
+
+    Its randomness is a stream of its own, seeded from the world's seed and its number, so
+    a client's creates never shift the draws of the machines the scenario has.
+    """
+    world.created += 1
+    number = len(world.machines) + 1
+    first = world.machines[0] if world.machines else None
+    width = max(len(str(world.scenario.release.machines)), len(str(number)))
+    rng = random.Random(f"create:{world.seed}:{world.created}")
+    machine = Machine(world.env, f"m{number:0{width}d}", world.scenario.platform, rng,
+                      serving=world.site, trace=first is not None and first.history is not None,
+                      on_state=first.on_state if first is not None else None)
+    world.machines.append(machine)
+    if start:
+        machine.launch(image)
+    else:
+        machine.image = image
+    return machine
+
+
+def destroy_machine(world: World, machine: Machine) -> None:
+    """Destroy ``machine`` (Machines_delete): it stops if it runs, and is no longer the app's."""
+    machine.destroy()
+    world.destroyed.append(machine)
+    world.cordoned.discard(machine.id)
+
+
+def cordon(world: World, machine: Machine) -> None:
+    """Mark ``machine`` cordoned (Machines_cordon): not public how fly-proxy routes around it."""
+    world.cordoned.add(machine.id)
+
+
+def uncordon(world: World, machine: Machine) -> None:
+    """Lift ``machine``'s cordon (Machines_uncordon)."""
+    world.cordoned.discard(machine.id)

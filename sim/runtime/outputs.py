@@ -92,27 +92,34 @@ class Guarded:
     print, json.dump and rich write through it unchanged.
     """
 
-    def __init__(self, stream: IO[Any], what: object) -> None:
+    def __init__(self, stream: IO[Any] | None, what: object) -> None:
         self._stream = stream
         self._what = what
 
     def write(self, data: Any) -> int:
         """Write ``data`` (text or bytes, as the stream takes)."""
         with writing(self._what):
-            return self._stream.write(data)
+            return self._open().write(data)
 
     def writelines(self, lines: Iterable[Any]) -> None:
         """Write each of ``lines``."""
         with writing(self._what):
-            self._stream.writelines(lines)
+            self._open().writelines(lines)
 
     def flush(self) -> None:
         """Flush what the stream buffers."""
         with writing(self._what):
-            self._stream.flush()
+            self._open().flush()
+
+    def _open(self) -> IO[Any]:
+        # None: a stream that was closed before Python started (`testbed list >&-`), which
+        # Python gives as sys.stdout = None; said as the system would say it.
+        if self._stream is None:
+            raise OSError(errno.EBADF, f"{self._what} is closed")
+        return self._stream
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
+        return getattr(self._open(), name)
 
 
 def guarded(handle: IO[AnyStr], what: object) -> IO[AnyStr]:
@@ -138,8 +145,9 @@ def command_output() -> Iterator[None]:
             yield
         finally:
             sys.stdout = real
-        with writing(STDOUT):
-            real.flush()
+        if real is not None:
+            with writing(STDOUT):
+                real.flush()
     except BrokenPipeError:
         raise
     except OutputFailed as failed:
@@ -151,9 +159,11 @@ def command_output() -> Iterator[None]:
         raise BadInput(_reason(error, error.filename)) from None
 
 
-def _settle(stream: TextIO, failed: bool) -> None:
+def _settle(stream: TextIO | None, failed: bool) -> None:
     """Flush what ``stream`` holds, or drop it if it cannot be written (``failed``: it could
     not): Python's own flush at exit then has nothing to fail on."""
+    if stream is None:
+        return
     if not failed:
         try:
             stream.flush()

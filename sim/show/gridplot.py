@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import textwrap
+from collections import Counter
+
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
@@ -29,37 +32,64 @@ LAYER_LABELS = {
 }
 
 
+#: Panels side by side before the next row starts: two keep a 10-cap grid's cell text legible
+#: on a page (six panels in one row drew a 3331 x 520 px figure whose labels overlapped).
+PANELS_PER_ROW = 2
+#: Inches per grid cell: room for two short lines of 6.5 pt text.
+CELL_W, CELL_H = 0.62, 0.42
+
+
+def _layer_text(layer: str) -> str:
+    """A layer's name in a few words, wrapped to fit a cell."""
+    return textwrap.fill(LAYER_LABELS.get(layer, layer.replace("-", " ")), width=12)
+
+
 def detection_grid_figure(grid: DetectionGrid) -> Figure:
-    """One panel per check: the outcome in each world of event-log cap and crash period."""
+    """One panel per check: the outcome in each world of event-log cap and crash period.
+
+    Each cell names its outcome (also its colour); the layer that decided is in the panel's
+    title when one layer decided most worlds, and written in a cell only where another did.
+    """
     names = list(grid.outcomes)
-    figure = Figure(figsize=(3.2 + 5.0 * len(names), 1.6 + 0.5 * len(grid.periods)),
+    columns = min(len(names), PANELS_PER_ROW)
+    rows_of_panels = -(-len(names) // columns)
+    panel_w = 1.0 + CELL_W * len(grid.caps)
+    panel_h = 0.9 + CELL_H * len(grid.periods)
+    figure = Figure(figsize=(0.6 + panel_w * columns, 0.9 + panel_h * rows_of_panels),
                     layout="constrained")
-    axes = figure.subplots(1, len(names), sharey=True, squeeze=False)[0]
+    grid_axes = figure.subplots(rows_of_panels, columns, sharey=True, squeeze=False).flatten()
+    for unused in grid_axes[len(names):]:
+        figure.delaxes(unused)
     order = list(OUTCOME_COLOURS)
     colours = ListedColormap([OUTCOME_COLOURS[o] for o in order])
-    for ax, name in zip(axes, names, strict=True):
+    for index, (ax, name) in enumerate(zip(grid_axes, names, strict=False)):
         rows = grid.outcomes[name]
         codes = np.array([[order.index(o) for o in row] for row in rows])
         ax.imshow(codes, cmap=colours, vmin=-0.5, vmax=len(order) - 0.5, aspect="auto",
                   gid=f"grid:{name}")
+        layers = Counter(layer for row in grid.layers[name] for layer in row if layer)
+        usual = layers.most_common(1)[0][0] if layers else None
         for i, (row, layer_row) in enumerate(zip(rows, grid.layers[name], strict=True)):
             for j, (outcome, layer) in enumerate(zip(row, layer_row, strict=True)):
                 text = outcome.replace("_", " ")
-                if layer:
-                    text += "\n" + LAYER_LABELS.get(layer, layer)
-                ax.text(j, i, text, ha="center", va="center", fontsize=6,
+                if layer and layer != usual:
+                    text += "\n" + _layer_text(layer)
+                ax.text(j, i, text, ha="center", va="center", fontsize=6.5,
                         color="white" if outcome in ("missed", "error") else "black",
                         gid=f"cell:{name}:{i}:{j}")
         ax.set_xticks(range(len(grid.caps)), [str(c) for c in grid.caps])
         ax.set_yticks(range(len(grid.periods)), [f"{p:g} s" for p in grid.periods])
-        ax.set_xlabel("event-log cap (events kept per machine)")
-        ax.set_title(f"check: {name}", loc="left", fontweight="bold", fontsize=10)
-    axes[0].set_ylabel("crash period (crash_after_s)")
+        decided = f"  (decided by: {LAYER_LABELS.get(usual, usual.replace('-', ' '))}, unless a cell says)" \
+            if usual else ""
+        ax.set_title(f"check: {name}{decided}", loc="left", fontsize=9)
+        if index + columns >= len(names):  # the lowest panel of its column
+            ax.set_xlabel("event-log cap (events kept per machine)")
+    figure.supylabel("crash period (crash_after_s)", fontsize=10)
     figure.suptitle(f"{grid.scenario} · seed {grid.seed} · verdict outcome per world",
                     x=0.01, ha="left", fontweight="bold")
     used = sorted({o for rows in grid.outcomes.values() for row in rows for o in row},
                   key=order.index)
     figure.legend(handles=[Patch(color=OUTCOME_COLOURS[o], label=o.replace("_", " "))
                            for o in used],
-                  loc="outside lower center", ncol=len(used), frameon=False, fontsize=8)
+                  loc="outside lower center", ncol=len(used), frameon=False, fontsize=9)
     return figure

@@ -6,12 +6,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from platform_testbed.sim.config.scenario import OUTCOMES
-from platform_testbed.sim.publish.compare import reason, verdict_word
+from platform_testbed.sim.publish.compare import READINGS, depends_on, reason, verdict_word
 from platform_testbed.sim.show.table import Table, counted, fit, fits, width, wrap
 
 if TYPE_CHECKING:
     from platform_testbed.sim.checkload.loader import CheckSetup
-    from platform_testbed.sim.publish.compare import Comparison, OutcomeCounts, SeedRun
+    from platform_testbed.sim.publish.compare import Comparison, OutcomeCounts, ReadingRun, SeedRun
     from platform_testbed.sim.publish.recording import ReplayRow
     from platform_testbed.sim.publish.series import SeriesResult
     from platform_testbed.sim.publish.world import RunResult
@@ -82,8 +82,9 @@ def side_by_side(
     """
     at = width() if at is None else at
     results = run.results
-    truth = "bad (its machines crash after the publish)" if run.release_bad else "good"
-    lines = [*wrap(f"{report.scenario} · seed {run.seed} · the release is {truth}", at), "",
+    truth = "bad" if run.release_bad else "good"
+    lines = [*wrap(f"{report.scenario} · seed {run.seed} · the release is {truth} by the truth "
+                   f"{report.truth_label}", at), "",
              *options(report.setups, at)]
     rows = [_rows(r) for r in results]
     body = [[label, *(row[i][1] for row in rows)] for i, (label, _) in enumerate(rows[0])]
@@ -94,9 +95,49 @@ def side_by_side(
         lines += wrap(reason(r), at, f"{r.check}: ", " " * (len(r.check) + 2))
         if debug and r.error_detail:
             lines += ["    " + line for line in r.error_detail.rstrip().splitlines()]
+    for name, runs in run.readings.items():
+        lines += ["", *_readings_one(report, name, runs, at)]
     lines.append("")
     lines += wrap("times are seconds after the publish began; 'site down' counts 404s only", at)
     return "\n".join(lines)
+
+
+def _legend(name: str, at: int) -> list[str]:
+    keys = READINGS[name]
+    lines = wrap(f"{name} under each reading of what is not public:", at)
+    for reading in keys:
+        lines += wrap(f"{reading.key} ({reading.about}): {' | '.join(reading.values)}", at,
+                      "  ", "    ")
+    return lines
+
+
+def _depends(keys: Sequence[str]) -> str:
+    return (f"depends on: {', '.join(keys)}" if keys
+            else "the same under every reading")
+
+
+def _readings_one(report: Comparison, name: str, runs: Sequence[ReadingRun], at: int) -> list[str]:
+    """One seed: the check's outcome under each combination of its readings."""
+    lines = _legend(name, at)
+    for run in runs:
+        own = " (this run)" if run.own else ""
+        lines += wrap(f"{', '.join(run.values)}: {run.verdict or 'none'}, "
+                      f"{LOUD.get(run.outcome, run.outcome)}{own}", at, "  ", "    ")
+    lines += wrap(_depends(depends_on(name, [(r.values, r.outcome) for r in runs])), at, "  ")
+    return lines
+
+
+def readings_summary(report: Comparison, at: int | None = None) -> list[str]:
+    """Many seeds: each check's outcome counts under each combination of its readings."""
+    at = width() if at is None else at
+    lines: list[str] = []
+    for name, per in report.readings.items():
+        lines += ["", *_legend(name, at)]
+        for values, counts in per.items():
+            said = ", ".join(f"{o} {n}" for o, n in counts.nonzero().items())
+            lines += wrap(f"{', '.join(values)}: {said}", at, "  ", "    ")
+        lines += wrap(_depends(report.depends_on(name)), at, "  ")
+    return lines
 
 
 def summary(report: Comparison, debug: bool = False, at: int | None = None) -> str:
@@ -107,7 +148,8 @@ def summary(report: Comparison, debug: bool = False, at: int | None = None) -> s
     at = width() if at is None else at
     outcomes = list(OUTCOMES)
     first, last = report.seed_range or (0, 0)
-    lines = [*wrap(f"{report.scenario} · {report.runs_count} seeds ({first}…{last})", at), "",
+    lines = [*wrap(f"{report.scenario} · {report.runs_count} seeds ({first}…{last}) · truth "
+                   f"{report.truth_label}", at), "",
              *options(report.setups, at)]
     # Checks are columns, as in the one-run report, at every width: a table too wide
     # folds into blocks of checks rather than turning on its side, so the same command
@@ -118,6 +160,7 @@ def summary(report: Comparison, debug: bool = False, at: int | None = None) -> s
     body.append(["mean decide", *(_s_bare(report.stats[n].mean_decided_s) for n in names)])
     table = Table(["", *names], body, right=frozenset(range(1, len(names) + 1)), across="check")
     lines.append(fit(table, at, transpose=False))
+    lines += readings_summary(report, at)
     if debug:
         for name in report.summary:
             stats = report.stats[name]

@@ -14,15 +14,17 @@ import io
 import os
 import sys
 import textwrap
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from platform_testbed.sim.show.text import printable
+from platform_testbed.sim.show.columns import columns_env
+from platform_testbed.sim.show.text import one_line, printable
 
 #: The width off a terminal when COLUMNS is not set: wide enough for the side-by-side
 #: report in two blocks, narrow enough for a CI log pane (assumed; GitHub's is ~120).
@@ -33,41 +35,6 @@ MIN_WIDTH = 40
 _UNBOUNDED = 10_000
 #: How far text sits under a label too wide to hang it beside (``wrap``).
 _HANG = "    "
-
-
-#: The widest COLUMNS a table is drawn at: a wider one is clamped to it.
-MAX_COLUMNS = 10_000
-
-
-def columns_env(environ: Mapping[str, str] = os.environ) -> int | None:
-    """COLUMNS as a width, or None if unset or not a width; a huge one is ``MAX_COLUMNS``.
-
-    As terminals and libraries (``shutil.get_terminal_size``, rich) read it: a COLUMNS that
-    is not a whole number of at least 1 (``abc``, ``0``, ``-5``, ``²``) is ignored, not an
-    error, so a stray export in a user's shell never stops a command.
-    """
-    text = environ.get("COLUMNS", "").strip()
-    # "²" is a digit to isdigit() but not to int(): ASCII digits only.
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        return None
-    return min(int(text), MAX_COLUMNS)
-
-
-def settle_columns(environ: MutableMapping[str, str] = os.environ) -> None:
-    """COLUMNS made readable by every reader of it in this process and its children.
-
-    rich reads COLUMNS with ``isdigit()`` then ``int()``, so ``²`` raised ValueError in every
-    progress bar; a bad COLUMNS is removed and a huge one clamped (``columns_env``). For the
-    command line only (``sim.cli.parser.main``): a library call leaves the caller's
-    environment alone.
-    """
-    if "COLUMNS" not in environ:
-        return
-    given = columns_env(environ)
-    if given is None:
-        del environ["COLUMNS"]
-    else:
-        environ["COLUMNS"] = str(given)
 
 
 def width() -> int:
@@ -120,16 +87,37 @@ class Table:
         )
 
 
+class _Messages(Console):
+    """A console whose messages are text, never markup, and one line each (``one_line``)."""
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        """``Console.print``, each string given escaped by ``one_line``."""
+        super().print(*(one_line(o) if isinstance(o, str) else o for o in objects), **options)
+
+
+def stderr_console() -> Console:
+    """The console for messages and progress bars on stderr.
+
+    The messages carry paths and names from outside: with rich's defaults a ``[bold]`` in a
+    path was read as markup and left out of the line that names the file, an ESC in it
+    reached the terminal raw, and a long one was broken onto a second line at 80 columns
+    (in a CI log too). Each message is one line, as long as it needs.
+    """
+    return _Messages(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap=True)
+
+
 def _rich(table: Table) -> RichTable:
     # Two spaces between columns (the box's blank divider and one of padding), none outside.
     drawn = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0),
                       show_header=table.headed)
     for j, title in enumerate(table.header):
         prose = j in table.prose
-        drawn.add_column(Text(printable(title)), justify="right" if j in table.right else "left",
+        # Every cell is one line: a name or a reason with a newline in it is escaped, not
+        # a second row (prose folds by width only).
+        drawn.add_column(Text(one_line(title)), justify="right" if j in table.right else "left",
                          no_wrap=not prose, overflow="fold" if prose else "ellipsis")
     for row in table.rows:
-        drawn.add_row(*(Text(printable(cell)) for cell in row))
+        drawn.add_row(*(Text(one_line(cell)) for cell in row))
     return drawn
 
 
@@ -255,8 +243,10 @@ def wrap(text: str, at: int | None = None, indent: str = "", hang: str | None = 
     """
     at = width() if at is None else at
     # Reasons, names and ids come from users' checks and recordings: escaped, never raw.
-    text, indent = printable(text), printable(indent)
-    hang = indent if hang is None else printable(hang)
+    # A label is one line (a check's name with a newline must not start a line of its
+    # own); the text's line breaks are spaces, as textwrap makes them (descriptions).
+    text, indent = printable(text), one_line(indent)
+    hang = indent if hang is None else one_line(hang)
     if indent.strip() and max(len(indent), len(hang)) > at // 2:
         lead = indent[:len(indent) - len(indent.lstrip())]
         label = textwrap.wrap(indent.strip(), width=at, initial_indent=lead,

@@ -25,6 +25,17 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+#: What a one-line place (a table cell, a message on stderr) must not hold raw besides:
+#: the line breaks and tabs ``printable`` keeps for prose of several lines.
+_NOT_ONE_LINE = re.compile(f"[\t\n{_UNPRINTABLE.pattern[1:-1]}]")
+
+
+def one_line(text: str) -> str:
+    """``text`` for one line: as ``printable``, and its line breaks and tabs escaped too
+    (``\\n``), so a name or a reason from outside cannot start a row or a message of its own."""
+    return _NOT_ONE_LINE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def printable_streams() -> None:
     """stdout and stderr write what their encoding cannot hold as escapes, never raising.
 

@@ -244,10 +244,14 @@ class Sweep:
         process (``_point_tables``), and set on the base scenario, validated once.
         ``env``: ``validation_env()``, read once for many points (it costs more than a point).
         """
-        raw = _with_values(self.base, zip(self.keys, values, strict=True))
-        tables = _point_tables(raw, self.keys, validation_env() if env is None else env)
-        if tables is None:  # not a table the fast path knows, or a bad value: the whole rule
-            return validate(raw, self.name)
+        env = validation_env() if env is None else env
+        tables = _kept_tables(self, values, env)
+        if tables is None:
+            raw = _with_values(self.base, zip(self.keys, values, strict=True))
+            tables = _point_tables(raw, self.keys, env)
+            if tables is None:  # not a table the fast path knows, or a bad value: the whole rule
+                return validate(raw, self.name)
+            _keep_tables(self, values, env, tables)
         return self._base_scenario.model_copy(update=tables)
 
     @functools.cached_property
@@ -309,6 +313,56 @@ def _point_tables(raw: dict[str, Any], keys: Sequence[str], env: Env) -> dict[st
             _TABLES[cache_key] = found
         tables[top] = found
     return tables
+
+
+#: A point's validated tables by the axis values that set them: (the sweep's base mapping's
+#: id, table, its axes' values with their types, the TESTBED_ variables) -> (that base,
+#: the table). Found without merging or printing the point's mapping (``_point_tables``'
+#: key): a sweep's points repeat each table's values (the check table of million_worlds
+#: takes 1,000 values in a million points). The base is held and compared by identity, so
+#: an id reused by another mapping is never taken for it. Bounded: emptied when full.
+_BY_VALUES: dict[tuple[int, str, tuple[tuple[type, Scalar], ...], Env],
+                 tuple[dict[str, Any], BaseModel]] = {}
+
+
+@functools.lru_cache(maxsize=64)
+def _groups(keys: tuple[str, ...]) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
+    """The tables the axes set, each with the indices of its axes; None: a top-level key."""
+    tops: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        top, dot, _ = key.partition(".")
+        if not dot:
+            return None
+        tops.setdefault(top, []).append(i)
+    return tuple((top, tuple(indices)) for top, indices in tops.items())
+
+
+def _kept_tables(sweep: Sweep, values: Sequence[Scalar], env: Env) -> dict[str, BaseModel] | None:
+    """The point's tables as validated for an earlier point with the same values, or None."""
+    groups = _groups(sweep.keys)
+    if groups is None:
+        return None
+    base = sweep.base
+    tables: dict[str, BaseModel] = {}
+    for top, indices in groups:
+        kept = _BY_VALUES.get((id(base), top, tuple((type(values[i]), values[i]) for i in indices),
+                               env))
+        if kept is None or kept[0] is not base:
+            return None
+        tables[top] = kept[1]
+    return tables
+
+
+def _keep_tables(sweep: Sweep, values: Sequence[Scalar], env: Env,
+                 tables: dict[str, BaseModel]) -> None:
+    groups = _groups(sweep.keys)
+    if groups is None:
+        return
+    if len(_BY_VALUES) >= _TABLES_MAX:
+        _BY_VALUES.clear()
+    for top, indices in groups:
+        key = (id(sweep.base), top, tuple((type(values[i]), values[i]) for i in indices), env)
+        _BY_VALUES[key] = (sweep.base, tables[top])
 
 
 def _with_values(raw: dict[str, Any], items: Iterable[tuple[str, Scalar]]) -> dict[str, Any]:
@@ -391,6 +445,11 @@ def from_spec(spec: SweepFile, sweep_dir: Path, default_name: str = "sweep") -> 
         for key in keys:
             if key not in spec.axes:
                 raise BadInput(f"heatmap: {key!r} is not one of the axes")
+        roles = ("x", "y", "columns", "rows")
+        for i, key in enumerate(keys):
+            if key in keys[:i]:  # one axis on two sides of the map draws only its diagonal
+                raise BadInput(f"heatmap: {roles[keys.index(key)]} and {roles[i]} are both "
+                               f"{key!r}: give each a different axis")
         heatmap = tuple(keys)
     units = math.prod(len(values) for _, values in axes) * len(seeds)
     limit = max_points()

@@ -17,6 +17,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from platform_testbed.sim.config.scenario import OUTCOMES
 from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.config.truth import DEFAULT_TRUTH, DEFAULT_WINDOW_S
+from platform_testbed.sim.config.truth import rule as rule_of
 from platform_testbed.sim.publish.compare import SCHEMA_VERSION, OutcomeCounts
 from platform_testbed.sim.runtime.frames import FLOAT, INT, TEXT, frame
 from platform_testbed.sim.runtime.outputs import (
@@ -106,6 +108,9 @@ class SweepSummary:
     complete: bool
     interrupted: bool
     checks: Mapping[str, CheckSummary]
+    #: The ground truth that judged the worlds (``sim.config.truth``); ``axis`` when swept.
+    truth: str = DEFAULT_TRUTH
+    truth_rule: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The ``testbed sweep --json`` document (``schema_version`` on top)."""
@@ -113,6 +118,8 @@ class SweepSummary:
             "schema_version": SCHEMA_VERSION,
             "sweep": self.sweep,
             "scenario": self.scenario,
+            "truth": self.truth,
+            "truth_rule": self.truth_rule,
             "axes": dict(self.axes),
             "points": self.points,
             "seeds": self.seeds,
@@ -217,7 +224,17 @@ class Tally:
             complete=result.complete,
             interrupted=result.interrupted,
             checks=MappingProxyType(checks),
+            **sweep_truth(sweep.base, sweep.keys),
         )
+
+
+def sweep_truth(base: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, str]:
+    """The truth a sweep's worlds are judged by: the base's, or ``axis`` when it is swept."""
+    if "truth" in keys:
+        return {"truth": "axis", "truth_rule": "swept: each row's truth column says"}
+    truth = base.get("truth", DEFAULT_TRUTH)
+    return {"truth": truth,
+            "truth_rule": rule_of(truth, base.get("truth_window_s", DEFAULT_WINDOW_S))}
 
 
 #: Each outcome's place in ``OutcomeCounts`` (its fields are ``OUTCOMES``, in order).
@@ -250,7 +267,8 @@ def summary_table(summary: SweepSummary, at: int | None = None) -> str:
     """The summary as a table, one row per check, fitted to ``at`` columns."""
     at = width() if at is None else at
     head = (f"{summary.sweep} · base {summary.scenario} · {summary.points} points x "
-            f"{summary.seeds} seed(s) = {summary.units_done}/{summary.units} worlds")
+            f"{summary.seeds} seed(s) = {summary.units_done}/{summary.units} worlds · truth "
+            f"{summary.truth}")
 
     def pct(value: float | None) -> str:
         return "-" if value is None else f"{value:.1%}"

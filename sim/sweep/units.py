@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
+from platform_testbed.checks import BUILTIN_CHECKS, Check
 from platform_testbed.checks.drive import check_name
 from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
 from platform_testbed.sim.checkload.loader import load_checks
@@ -102,7 +105,7 @@ def _rows_of_unit(sweep: Sweep, unit: int, budget: CheckBudget, env: Env | None 
         world = sweep.scenario(values, env)
         # The point's [check] table: only the keys it sets reach a check (sim.checkload.loader).
         specs, steps = _split(sweep)
-        checks = load_checks(specs, world.check, dict(sweep.options))
+        checks = _checks_for(specs, world.check, dict(sweep.options))
         results = list(run_checks(world, seed, checks, budget)) if checks else []
         # Each process in the same world, judged on the same ground truth as the checks.
         bad = results[0].bad if results else ground_truth(world, seed)
@@ -119,6 +122,31 @@ def _rows_of_unit(sweep: Sweep, unit: int, budget: CheckBudget, env: Env | None 
             for name in names
         ]
     return [head | result_row(result) for result in results]
+
+
+#: The checks built for a [check] table object (``Sweep.scenario`` hands the same validated
+#: table to every point with the same check values): (specs, the table, its checks). The
+#: table is held and compared by identity, so a reused id is never taken for it.
+_CHECKS: dict[int, tuple[tuple[str, ...], object, list[Check]]] = {}
+_CHECKS_MAX = 1024
+
+
+def _checks_for(specs: list[str], table: BaseModel, extra: Mapping[str, Any] | None = None) -> list[Check]:
+    """``load_checks(specs, table)``, kept per table object: a sweep asks again at each point.
+
+    Built-ins only, as the loader keeps them: a user's check is built as asked each time
+    (and so is every check given ``--check-opt`` values, ``extra``).
+    """
+    if extra or not all(spec in BUILTIN_CHECKS for spec in specs):
+        return load_checks(specs, table, extra)
+    kept = _CHECKS.get(id(table))
+    if kept is not None and kept[1] is table and kept[0] == tuple(specs):
+        return kept[2]
+    checks = load_checks(specs, table)
+    if len(_CHECKS) >= _CHECKS_MAX:
+        _CHECKS.clear()
+    _CHECKS[id(table)] = (tuple(specs), table, checks)
+    return checks
 
 
 def run_units(

@@ -10,7 +10,10 @@ equivalent of ``simpy.rt.RealtimeEnvironment`` that also takes calls from other 
 
 from __future__ import annotations
 
+import math
 import queue
+import select
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -18,8 +21,9 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from platform_testbed.sim.twin.app import Answer, ServedApp, WaitStarted
+from platform_testbed.sim.vtime import PortProbe, ProcessTree, Sample, SharedClock, sample_threads
 
-__all__ = ["POLL_CAP_S", "Driver"]
+__all__ = ["POLL_CAP_S", "Driver", "Traffic", "VirtualDriver"]
 
 T = TypeVar("T")
 #: The longest the loop sleeps without re-reading the clock (a test's clock may jump).
@@ -59,6 +63,9 @@ class Driver:
         self.reached_horizon = False
         self._thread = threading.Thread(target=self._loop, name="twin-driver", daemon=True)
 
+    #: The clock's name in rows and reports.
+    clock_name = "scaled"
+
     def start(self) -> None:
         """Start stepping the world on the clock."""
         self._thread.start()
@@ -97,6 +104,21 @@ class Driver:
         if self.horizon_s > env.now:
             env.run(until=self.horizon_s)
 
+    def wall_bound(self, platform_s: float) -> float | None:
+        """The most wall seconds a held wait of ``platform_s`` may take (None: no bound)."""
+        return platform_s / self.speed + 5.0
+
+    def _this_instant(self) -> bool:
+        """Run the calls and what they scheduled for this instant; True at the horizon."""
+        env = self.app.env
+        self._run_calls()
+        while env.peek() <= env.now:
+            env.step()
+        if env.now >= self.horizon_s:
+            self.reached_horizon = True
+            return True
+        return False
+
     def _run_calls(self) -> None:
         while True:
             if self._early is not None:
@@ -120,11 +142,7 @@ class Driver:
                 target = self.sim_now()
                 if target > env.now:
                     env.run(until=target)
-                self._run_calls()
-                while env.peek() <= env.now:  # what the calls scheduled for this instant
-                    env.step()
-                if env.now >= self.horizon_s:
-                    self.reached_horizon = True
+                if self._this_instant():
                     return
                 due = (min(env.peek(), self.horizon_s) - self.sim_now()) / self.speed
                 try:
@@ -160,6 +178,268 @@ def wait_answer(result: Answer | WaitStarted, driver: Driver, timeout_s: float) 
     # The platform's timeout in wall seconds, and a margin for the loop: the world answers
     # first (408), this bound only guards against a loop that has died.
     try:
-        return result.future.result(timeout=timeout_s / driver.speed + 5.0)
+        return result.future.result(timeout=driver.wall_bound(timeout_s))
     except TimeoutError:
         return driver.app.timed_out(result)
+
+
+class Traffic:
+    """The twin's requests as the virtual clock sees them: it moves only when none is in flight.
+
+    A request moves through stages, and each marks the next before it leaves the last: a
+    connection waits in the listen queue (the listener is readable), is being accepted
+    (``accepting``), its bytes wait in the kernel (its socket is readable), its handler
+    reads, asks the world and writes the answer (``busy``), then waits for the next. The
+    server calls ``accept_begins`` before ``accept()``, ``opened`` once the handler owns the
+    socket, ``await_request`` before it reads a request (it returns once bytes or the end
+    are there, and marks the connection busy), ``request_done`` after the answer is written
+    and ``closed``. ``idle`` reads the stages in that order, so a request that moves on
+    while it reads is seen at a later stage.
+
+    A server that does not call these (one event loop, ``sim.twin.server`` on asyncio) is
+    read from outside: its threads (``threads``, native ids) must be asleep and off the CPU
+    like the step's tasks, and the kernel must hold no connection or byte for its port
+    (``PortProbe``); a held wait is then a coroutine that costs the loop nothing.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.listener: socket.socket | None = None
+        self.accepting = 0
+        self._open: dict[int, socket.socket] = {}
+        self._busy: set[int] = set()
+        self.probe: PortProbe | None = None
+        #: The server's own threads, sampled with the step's tasks.
+        self.threads: tuple[int, ...] = ()
+
+    def accept_begins(self) -> None:
+        """The server is about to accept a connection the listener has."""
+        with self._lock:
+            self.accepting += 1
+
+    def accept_failed(self) -> None:
+        """The accept did not give a connection."""
+        with self._lock:
+            self.accepting -= 1
+
+    def opened(self, conn: socket.socket) -> None:
+        """A handler owns ``conn`` (the accept it came from is over)."""
+        with self._lock:
+            self._open[conn.fileno()] = conn
+            self._busy.add(conn.fileno())
+            self.accepting -= 1
+
+    def await_request(self, conn: socket.socket) -> None:
+        """Wait (the socket's own timeout) until a request's bytes or the end are there; busy from then."""
+        fd = conn.fileno()
+        with self._lock:
+            self._busy.discard(fd)
+        timeout = conn.gettimeout()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+        try:
+            poller.poll(None if timeout is None else max(0, round(timeout * 1000)))
+        finally:
+            with self._lock:
+                self._busy.add(fd)
+
+    def request_done(self, conn: socket.socket) -> None:
+        """The answer is written (the connection stays busy until ``await_request``)."""
+
+    def closed(self, conn: socket.socket, fd: int) -> None:
+        """The handler is done with the connection."""
+        with self._lock:
+            self._open.pop(fd, None)
+            self._busy.discard(fd)
+
+    def idle(self, held: int) -> bool:
+        """No request in flight but the ``held`` waits the world holds (stages read in order)."""
+        if self.probe is not None and not self.probe.quiet():
+            return False
+        listener = self.listener
+        if listener is not None and _readable([listener.fileno()]):
+            return False
+        with self._lock:
+            if self.accepting > 0:
+                return False
+            fds = [fd for fd in self._open if fd not in self._busy]
+        if fds and _readable(fds):
+            return False
+        with self._lock:
+            return len(self._busy) <= held
+
+
+def _readable(fds: list[int]) -> bool:
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+    try:
+        return bool(poller.poll(0))
+    except OSError:
+        return True  # a descriptor closed as we looked: something moved
+
+
+#: The real wait between the two samples of the step's tasks (wall s): a task that ran in
+#: between shows a new time on the CPU.
+SAMPLE_GAP_S = 0.001
+#: How long the step must stay still with nothing to wait for (no timed wait, no held
+#: wait) before the world runs on to its horizon: a wait the library cannot see (a static
+#: binary's sleep, a timer descriptor) gets this much wall time to end on its own.
+STUCK_S = 0.25
+
+
+class VirtualDriver(Driver):
+    """Steps ``app``'s world on a virtual clock: it stands still while the step computes.
+
+    The step's processes read ``shared``'s clock (``sim.vtime``). The loop answers calls at
+    the current instant; when the step is still (``_still``: no request in flight, every
+    task of the tree asleep and off the CPU across two samples, or in a timed wait whose
+    deadline is ahead), it runs the world to the earliest deadline, stopping at the first
+    instant that answers a held wait, and moves the shared clock there. Nothing moves
+    before ``attach`` names the step's root process, nor after the root has exited.
+    """
+
+    clock_name = "virtual"
+
+    def __init__(self, app: ServedApp, shared: SharedClock, traffic: Traffic, *,
+                 horizon_s: float | None = None) -> None:
+        super().__init__(app, speed=math.inf, horizon_s=horizon_s, clock=time.monotonic)
+        self.shared = shared
+        self.traffic = traffic
+        self.tree: ProcessTree | None = None
+        self._now_ns = round(app.env.now * 1e9)
+        self._stuck_since: float | None = None
+        self.moves = 0
+        shared.move_to(self._now_ns)
+
+    def attach(self, root_pid: int) -> None:
+        """The step's root process: its tree's waits move the clock from now on."""
+        self.tree = ProcessTree(root_pid)
+
+    def sim_now(self) -> float:
+        """The virtual clock (simulated seconds)."""
+        return min(self._now_ns / 1e9, self.horizon_s)
+
+    def platform_ms(self) -> int:
+        """The platform clock now: the one the step's processes read."""
+        return self.app.scenario.platform.epoch_ms + round(self._now_ns / 1e6)
+
+    def wall_bound(self, platform_s: float) -> float | None:
+        """A day: the world answers a held wait at its deadline, or at the loop's end; wall
+        time says nothing of when that is (the step may compute for long with a wait held)."""
+        return _WAIT_WALL_S
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.is_set():
+                if self._this_instant():
+                    return
+                target = self._still()
+                if target is not None:
+                    self._advance(target)
+        finally:
+            with self._closing:
+                self.ended.set()
+                self._close()
+
+    def _pause(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for a call; True if one came (it runs next)."""
+        try:
+            self._early = self._calls.get(timeout=seconds)
+        except queue.Empty:
+            return False
+        return True
+
+    def _held(self) -> int:
+        return sum(1 for w in self.app.waits if not w.future.done())
+
+    def _still(self) -> int | None:
+        """The earliest deadline (ns) if the step is still, else None (after a short pause)."""
+        tree = self.tree
+        if tree is None or tree.root_ended():
+            self._pause(POLL_CAP_S / 10)
+            return None
+        shared = self.shared
+        gen, waits = shared.generation, shared.waits()
+        first = tree.sample() | sample_threads(self.traffic.threads)
+        if self._pause(SAMPLE_GAP_S):
+            return None
+        held = self._held()
+        if not self.traffic.idle(held):
+            return None
+        second = tree.sample() | sample_threads(self.traffic.threads)
+        if shared.generation != gen or shared.waits() != waits:
+            return None
+        deadline = _quiet(first, second, waits, self._now_ns)
+        if deadline is None:
+            if any(d <= self._now_ns for _t, _s, d in waits):
+                shared.wake_due()  # a wake that did not land (the wait's safety net is slower)
+            self._stuck_since = None
+            return None
+        if deadline == _NEVER and held == 0:
+            # Nothing the step waits for ends on the virtual clock: give what else it
+            # waits for (on the wall clock) a moment before the world runs on.
+            wall = time.monotonic()
+            if self._stuck_since is None:
+                self._stuck_since = wall
+            if wall - self._stuck_since < STUCK_S:
+                return None
+        self._stuck_since = None
+        return deadline
+
+    def _advance(self, deadline_ns: int) -> None:
+        """Run the world to ``deadline_ns`` (or the horizon), stopping where a held wait is answered."""
+        env = self.app.env
+        horizon_ns = round(self.horizon_s * 1e9)
+        target_ns = min(deadline_ns, horizon_ns)
+        target_s = target_ns / 1e9
+        pending = [w for w in self.app.waits if not w.future.done()]
+        answered = False
+        while env.peek() <= target_s:
+            instant = env.peek()
+            # The clock first: an event of this instant may answer a held wait, and the
+            # client that gets the answer reads this instant, not the one before.
+            self._now_ns = max(self._now_ns, round(instant * 1e9))
+            self.shared.set_now(self._now_ns)
+            while env.peek() <= instant:
+                env.step()
+            if any(w.future.done() for w in pending):
+                answered = True
+                break
+        if answered:
+            now_ns = max(self._now_ns, round(env.now * 1e9))
+        else:
+            if target_s > env.now:
+                env.run(until=target_s)
+            now_ns = max(self._now_ns, target_ns)
+        self._now_ns = now_ns
+        self.moves += 1
+        self.shared.move_to(now_ns)
+
+
+_NEVER = 1 << 62
+_WAIT_WALL_S = 86_400.0
+
+
+def _quiet(first: Sample, second: Sample, waits: tuple[tuple[int, int, int], ...], now_ns: int) -> int | None:
+    """The earliest deadline ahead if every task waits in both samples, else None.
+
+    Every task must be off the CPU (not ``R``, not ``D``) in both samples with the same
+    time on the CPU: a thread in a registered wait sleeps in the kernel until the twin
+    wakes it (``sim.vtime``), so one on the CPU was woken by a descriptor or a signal.
+    A registered deadline already reached means its task is about to run. The same tasks
+    must be in both samples.
+    """
+    if first.keys() != second.keys():
+        return None
+    deadlines: dict[int, int] = {}
+    for tid, _seq, deadline in waits:
+        if tid in second:
+            if deadline <= now_ns:
+                return None
+            deadlines[tid] = min(deadline, deadlines.get(tid, _NEVER))
+    for tid, (state, ran) in second.items():
+        was_state, was_ran = first[tid]
+        if state in "RD" or was_state in "RD" or ran != was_ran:
+            return None
+    return min(deadlines.values(), default=_NEVER)

@@ -9,18 +9,26 @@ from __future__ import annotations
 
 import json
 import secrets
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from platform_testbed.sim.config.scenario import Scenario
+from platform_testbed.sim.config.truth import rule as rule_of
 from platform_testbed.sim.publish.world import ground_truth
 from platform_testbed.sim.twin.app import ServedApp
-from platform_testbed.sim.twin.clock import Driver
+from platform_testbed.sim.twin.clock import Driver, Traffic, VirtualDriver
 from platform_testbed.sim.twin.server import TwinServer
+from platform_testbed.sim.vtime import PortProbe, SharedClock
 
-__all__ = ["Session", "open_session", "wall_epoch"]
+__all__ = ["TIMES", "Session", "TimeMode", "open_session", "wall_epoch"]
+
+TimeMode = Literal["virtual", "scaled"]
+#: ``virtual``: the step's processes read the world's clock, which moves when they all wait
+#: (``VirtualDriver``); ``scaled``: the world runs at ``speed`` x the wall clock (``Driver``).
+TIMES: tuple[TimeMode, ...] = ("virtual", "scaled")
 
 
 def wall_epoch(scenario: Scenario, now_ms: int) -> Scenario:
@@ -39,13 +47,15 @@ class Session:
     server: TwinServer
     token: str
     speed: float
+    shared: SharedClock | None = None
     closed: bool = False
 
     @property
     def env_lines(self) -> list[str]:
         """What a client exports to reach this world (flyctl reads FLAPS_BASE_URL)."""
         return [
-            f"export FLY_API_HOSTNAME={self.server.url.removeprefix('http://')}",
+            # The API's base URL, as Fly's docs define it (``https://api.machines.dev``).
+            f"export FLY_API_HOSTNAME={self.server.url}",
             f"export FLY_API_TOKEN={self.token}",
             f"export FLY_APP_NAME={self.app.app}",
             f"export FLAPS_BASE_URL={self.server.url}",
@@ -63,6 +73,8 @@ class Session:
         self.closed = True
         self.server.close()
         self.driver.stop()
+        if self.shared is not None:
+            self.shared.close()
         if finish:
             self.driver.finish()
 
@@ -99,8 +111,9 @@ class Session:
             "reached_horizon": self.driver.reached_horizon,
             "release_image": world.release.ref,
             "previous_image": world.previous.ref if world.previous else None,
-            "ground_truth": {"bad": bad, "rule": "a release is bad if one of its machines "
-                             "crashes after the publish began (the same world, no check)"},
+            "ground_truth": {"bad": bad, "truth": app.scenario.truth,
+                             "rule": rule_of(app.scenario.truth, app.scenario.truth_window_s)
+                             + " (the same world, no check)"},
             **app.outcome(bad),
             "machines": machines,
             "requests": [
@@ -142,24 +155,92 @@ def open_session(
     horizon_s: float | None = None,
     testbed_publishes: bool = False,
     clock: Callable[[], float] | None = None,
+    time_mode: TimeMode = "scaled",
 ) -> Session:
     """Build the world, run it instantly to the publish, and serve it from there on.
 
     With the wall clock (``clock`` None) the platform's epoch is set so that the publish
     is now: at speed 1 an event's timestamp is the wall-clock time it happened. A given
     ``clock`` (tests) keeps the scenario's epoch, so the same calls give the same output.
+    With ``time_mode`` "virtual" the world's clock is a ``SharedClock`` the step's processes
+    read through the preload library (``sim.vtime``): it keeps the scenario's epoch (so the
+    same seed gives the same timestamps, in the process's output too), starts at the
+    publish, and moves only as ``VirtualDriver`` moves it.
     """
     if clock is None:
         clock = time.monotonic
         wall0 = clock()
-        scenario = wall_epoch(scenario, round(time.time() * 1000))
+        if time_mode == "scaled":
+            scenario = wall_epoch(scenario, round(time.time() * 1000))
     else:
         wall0 = clock()
     if horizon_s is not None:
         scenario = scenario.model_copy(update={"horizon_s": horizon_s})
     app = ServedApp(scenario, seed, testbed_publishes=testbed_publishes)
-    driver = Driver(app, speed=speed, clock=clock, wall0=wall0)
-    server = TwinServer(driver, token or secrets.token_urlsafe(18), port)
+    shared: SharedClock | None = None
+    driver: Driver
+    if time_mode == "virtual":
+        start_ns = round(min(app.start_s, scenario.horizon_s) * 1e9)
+        shared = SharedClock(realtime_base_ns=scenario.platform.epoch_ms * 1_000_000,
+                             monotonic_base_ns=time.monotonic_ns() - start_ns, now_ns=start_ns)
+        traffic = Traffic()
+        try:
+            driver = VirtualDriver(app, shared, traffic)
+            server = TwinServer(driver, token or secrets.token_urlsafe(18), port)
+        except BaseException:
+            shared.close()  # no session owns it yet
+            raise
+        if hasattr(server, "httpd"):
+            _gate(server, traffic)
+    else:
+        driver = Driver(app, speed=speed, clock=clock, wall0=wall0)
+        server = TwinServer(driver, token or secrets.token_urlsafe(18), port)
     driver.start()
     server.start()
-    return Session(app, driver, server, server.token, speed)
+    if shared is not None:
+        traffic.probe = PortProbe(server.port)
+        thread = getattr(server, "_thread", None)  # the server's loop (named twin-http)
+        native = getattr(thread, "native_id", None)
+        traffic.threads = (native,) if isinstance(native, int) else ()
+    return Session(app, driver, server, server.token, speed, shared)
+
+
+def _gate(server: TwinServer, traffic: Traffic) -> None:
+    """Tell ``traffic`` each stage of every request the server takes (``Traffic``'s order).
+
+    The standard library's threaded server: its accept and its handler's request loop
+    (``handle_one_request``) are wrapped, so the server module stays as it is.
+    """
+    httpd = getattr(server, "httpd")  # noqa: B009 -- only the threaded server has one
+    traffic.listener = httpd.socket
+    base: Any = httpd.RequestHandlerClass
+
+    class Gated(base):  # type: ignore[misc]
+        def setup(self) -> None:
+            super().setup()
+            self._gated_fd = self.connection.fileno()
+            traffic.opened(self.connection)
+
+        def handle_one_request(self) -> None:
+            traffic.await_request(self.connection)
+            super().handle_one_request()
+
+        def finish(self) -> None:
+            try:
+                super().finish()
+            finally:
+                traffic.closed(self.connection, self._gated_fd)
+
+    httpd.RequestHandlerClass = Gated
+    accept = httpd.get_request
+
+    def get_request() -> tuple[socket.socket, Any]:
+        traffic.accept_begins()
+        try:
+            conn: tuple[socket.socket, Any] = accept()
+            return conn
+        except BaseException:
+            traffic.accept_failed()
+            raise
+
+    httpd.get_request = get_request

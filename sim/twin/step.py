@@ -11,10 +11,17 @@ Two ways in (``compare --check-http`` and ``--deploy-cmd``):
   to. The testbed only observes: the verdict is the exit status, the rollback is what the
   machines run afterwards.
 
-Time: the world runs instantly to the publish, on the wall clock (``speed``) while the
-process runs, and instantly from its exit to the horizon; so a run lasts about as long
-as the process. The wall clock bounds the process (``timeout_s``) and decides nothing
-else: the verdict is the process's, the outcome the world's ground truth.
+Time: the world runs instantly to the publish, then while the process runs on one of two
+clocks (``time_mode``), and instantly from its exit to the horizon. ``virtual`` (the
+command line's default): the process and everything it starts read the world's clock
+through the preload library of ``sim.vtime`` and sleep on it; the clock stands still
+while any of them computes and jumps when all of them wait
+(``sim.twin.clock.VirtualDriver``), so the verdict depends neither on the machine's load
+nor on a speed. ``scaled`` (this class's default, as before virtual time): the world
+runs at ``speed`` simulated seconds per wall second and the process keeps the wall clock
+(for programs the library cannot reach: static binaries). The wall clock bounds the process
+(``timeout_s``) and decides nothing else: the verdict is the process's, the outcome the
+world's ground truth.
 
 No process outlives a run: the process leads its own session, and its whole group is
 killed on every way out (exit, timeout, the horizon, an exception, Ctrl-C). POSIX only.
@@ -26,16 +33,20 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Literal
 
 from platform_testbed.checks import Look, Verdict
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.publish import world as worlds
 from platform_testbed.sim.publish.runresult import RecordedLook, RunResult
-from platform_testbed.sim.twin.session import Session, open_session
+from platform_testbed.sim.twin.clock import VirtualDriver
+from platform_testbed.sim.twin.session import Session, TimeMode, open_session
+from platform_testbed.sim.vtime import Unavailable, library_path
 
 __all__ = ["CHECK_HTTP", "DEPLOY_CMD", "MODES", "ProcessStep", "StepTiming"]
 
@@ -48,7 +59,14 @@ POLL_S = 0.005
 #: Variables a check-http process must not inherit from the shell: with them, a deploy
 #: script would deploy, where in this mode the testbed has.
 _DEPLOY_ONLY = ("FLY_IMAGE_REF", "FLY_PREVIOUS_IMAGE_REF")
+#: The caller's variables a step never gets (issue 32): Fly's own (flyctl prefers
+#: FLY_ACCESS_TOKEN over FLY_API_TOKEN, and FLY_API_BASE_URL / FLAPS_BASE_URL point it at an
+#: API), so the step under test cannot reach the real platform with the caller's
+#: credentials; the twin then sets the ones it serves.
+_NOT_INHERITED = ("FLY_", "FLAPS_")
 _TAIL_BYTES = 4096
+#: What a token the process printed becomes in the row's reason and the JSON.
+MASK = "***"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +76,7 @@ class StepTiming:
     seed: int
     run_s: float
     command_s: float
+    clock: str = "scaled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,15 +99,31 @@ class ProcessStep:
     name: str
     timeout_s: float = 120.0
     speed: float = 1.0
+    time_mode: TimeMode = "scaled"
     timings: list[StepTiming] = field(default_factory=list)
+    #: Why virtual time could not run here (then the runs are scaled), once said.
+    unavailable: str | None = None
+
+    def clock(self) -> tuple[TimeMode, Path | None]:
+        """The clock the next run uses, and the preload library for a virtual one."""
+        if self.time_mode == "scaled" or self.unavailable is not None:
+            return "scaled", None
+        try:
+            return "virtual", library_path()
+        except Unavailable as why:
+            self.unavailable = str(why)
+            print(f"{self.name}: {why}; this row runs on scaled time (speed {self.speed:g})",
+                  file=sys.stderr)
+            return "scaled", None
 
     def __call__(self, scenario: Scenario, seed: int, bad: bool | None = None) -> RunResult:
         """Run the process in ``seed``'s world; its row, judged against ``bad`` (None: the oracle's)."""
         wall0 = time.monotonic()
-        session = open_session(scenario, seed, speed=self.speed,
+        mode, library = self.clock()
+        session = open_session(scenario, seed, speed=self.speed, time_mode=mode,
                                testbed_publishes=self.mode == CHECK_HTTP)
         try:
-            ended = self._run(session)
+            ended = self._run(session, library)
             error = self._conclude(session, ended)
         except BaseException:
             session.close(finish=False)
@@ -97,16 +132,24 @@ class ProcessStep:
         if bad is None:
             bad = worlds.ground_truth(scenario, seed)
         result = self._result(session, scenario, seed, bad, error)
-        self.timings.append(StepTiming(seed, time.monotonic() - wall0, ended.command_s))
+        self.timings.append(StepTiming(seed, time.monotonic() - wall0, ended.command_s, mode))
         return result
 
     # -- the process ------------------------------------------------------------------------
 
-    def environment(self, session: Session) -> dict[str, str]:
-        """The process's environment: the caller's, with the API's variables (and the images)."""
-        env = dict(os.environ)
-        for name in _DEPLOY_ONLY:
-            env.pop(name, None)
+    def environment(self, session: Session, library: Path | None = None,
+                    home: Path | None = None) -> dict[str, str]:
+        """The process's environment, built: the caller's less Fly's, the twin's API variables.
+
+        No ``FLY_*`` or ``FLAPS_*`` variable of the caller's reaches the step (no real token,
+        no real API address); the twin's ``FLY_API_HOSTNAME``, ``FLY_API_TOKEN``,
+        ``FLY_APP_NAME``, ``FLAPS_BASE_URL`` (and the images) take their place. ``home``: a
+        scratch folder for ``HOME``, so a stored login (``~/.fly/config.yml``) is not read.
+        On virtual time, ``library`` goes first in ``LD_PRELOAD`` and the shared clock's
+        file is named, so every process the step starts reads the world's clock.
+        """
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(_NOT_INHERITED) and k not in _DEPLOY_ONLY}
         given = session.environment()
         if self.mode == CHECK_HTTP:
             given.pop("FLY_IMAGE_REF", None)
@@ -114,26 +157,36 @@ class ProcessStep:
             previous = session.app.world.previous
             if previous is not None:
                 given["FLY_PREVIOUS_IMAGE_REF"] = previous.ref
+        if home is not None:
+            given["HOME"] = str(home)
+        if library is not None and session.shared is not None:
+            given |= session.shared.environment()
+            preload = env.get("LD_PRELOAD", "").strip()
+            given["LD_PRELOAD"] = f"{library} {preload}" if preload else str(library)
         return env | given
 
-    def _run(self, session: Session) -> _Ended:
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    def _run(self, session: Session, library: Path | None) -> _Ended:
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+                tempfile.TemporaryDirectory(prefix="testbed-home-") as home:
             start = time.monotonic()
             try:
                 proc = subprocess.Popen(
-                    list(self.argv), env=self.environment(session), stdin=subprocess.DEVNULL,
-                    stdout=out, stderr=err, start_new_session=True,
+                    list(self.argv), env=self.environment(session, library, Path(home)),
+                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
                 )
             except OSError as error:  # e.g. a script with no #! line: the run's error
                 return _Ended(None, f"could not be started ({error.strerror or error})", "", "", 0.0)
+            if isinstance(session.driver, VirtualDriver):
+                session.driver.attach(proc.pid)
             why: str | None = None
             try:
                 why = _await(proc, start + self.timeout_s, session, self.timeout_s)
             finally:
                 _kill_group(proc)
             command_s = time.monotonic() - start
+            secrets = _secrets(session)
             return _Ended(proc.returncode if why is None else None, why,
-                          _tail(out), _tail(err), command_s)
+                          _tail(out, secrets), _tail(err, secrets), command_s)
 
     # -- the world's side -------------------------------------------------------------------
 
@@ -161,7 +214,8 @@ class ProcessStep:
             return None
         if session.app.publish_started_ms is None:
             return f"never updated a machine to the release image (FLY_IMAGE_REF); {verdict.reason}"
-        images = {m.image.ref if m.image is not None else None for m in world.machines}
+        images = {m.image.ref if m.image is not None else None for m in world.machines
+                  if m not in world.destroyed}  # a machine the step destroyed is not the app's
         observed: str | None
         if world.previous is not None and images == {world.previous.ref}:
             observed = "restored"
@@ -220,13 +274,27 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def _tail(stream: IO[bytes]) -> str:
+def _tail(stream: IO[bytes], secrets: list[str]) -> str:
+    """The stream's last non-blank line, its spaces squeezed, tokens masked, at most 200 characters."""
     stream.seek(0, os.SEEK_END)
     size = stream.tell()
     stream.seek(max(0, size - _TAIL_BYTES))
-    lines = [" ".join(line.split()) for line in stream.read().decode("utf-8", "replace").splitlines()]
+    text = _masked(stream.read().decode("utf-8", "replace"), secrets)  # before any cut
+    lines = [" ".join(line.split()) for line in text.splitlines()]
     lines = [line for line in lines if line]
     return lines[-1][:200] if lines else ""
+
+
+def _secrets(session: Session) -> list[str]:
+    """The tokens a row must not show: the twin's, and any the caller holds for Fly."""
+    held = [v for k, v in os.environ.items() if k.startswith(_NOT_INHERITED) and "TOKEN" in k]
+    return sorted({t for t in (session.token, *held) if len(t) >= 4}, key=len, reverse=True)
+
+
+def _masked(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, MASK)
+    return text
 
 
 def _with_stderr(text: str, stderr_tail: str) -> str:
