@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from platform_testbed.sim.config.scenario import BadInput, Scenario, load
+from platform_testbed.sim.sweep.file import load_sweep
 from platform_testbed.sim.twin.faults import CLOSED, Faults, RequestKind
 from platform_testbed.sim.twin.session import Session, open_session
+from platform_testbed.sim.twin.step import CHECK_HTTP, ProcessStep
 
 TOKEN = "faults-token"
 N = 4_000
@@ -80,7 +82,9 @@ def test_the_same_seed_draws_the_same_faults_and_another_seed_others() -> None:
     assert sequence(5) == sequence(5)
     assert sequence(5) != sequence(6)
     latencies = [d.latency_s for d in sequence(5)]
-    assert min(latencies) >= 0.5 and max(latencies) <= 3.5 and len(set(latencies)) > 300
+    assert min(latencies) >= 0.5
+    assert max(latencies) <= 3.5
+    assert len(set(latencies)) > 300
 
 
 def test_share_zero_draws_nothing() -> None:
@@ -104,7 +108,8 @@ def test_a_bad_api_table_is_one_line_naming_the_field(sets: list[str], names: st
     with pytest.raises(BadInput) as raised:
         load("sept25-crash-loop", sets)
     message = str(raised.value)
-    assert names in message and "\n" not in message
+    assert names in message
+    assert "\n" not in message
 
 
 # -- over HTTP ----------------------------------------------------------------------------------
@@ -147,7 +152,8 @@ def test_a_5xx_share_answers_fly_s_error_body_and_the_same_seed_the_same_request
     with _serving(world) as session:
         answers = [_ask(session, "GET", "/machines") for _ in range(200)]
     statuses = [a[0] for a in answers]
-    assert set(statuses) == {200, 503} and _within(statuses.count(503), 200, 0.3)
+    assert set(statuses) == {200, 503}
+    assert _within(statuses.count(503), 200, 0.3)
     assert {json.dumps(a[2]) for a in answers if a[0] == 503} == {
         '{"error": "service unavailable", "status": "unknown"}'}
     assert _statuses(world, 200) == statuses
@@ -203,7 +209,8 @@ def test_a_held_lease_answers_409_as_fly_words_it() -> None:
     with _serving(_world(lease_held_share=1.0)) as session:
         status, _headers, body = _ask(session, "POST", "/machines/m1/lease", {"ttl": 30})
         lease = _ask(session, "GET", "/machines/m1/lease")[0]
-    assert status == 409 and lease == 404
+    assert status == 409
+    assert lease == 404
     assert body["error"].startswith("aborted: machine ID m1 lease currently held by someone-else@")
 
 
@@ -214,7 +221,8 @@ def test_latency_holds_the_answer_in_world_time() -> None:
         assert _ask(session, "GET", "/machines")[0] == 200
         answered = session.driver.platform_ms()
         at = session.server.requests[-1].at_ms
-    assert answered - at >= 3_000 and at - asked < 1_000
+    assert answered - at >= 3_000
+    assert at - asked < 1_000
 
 
 def _sequence(session: Session) -> list[Any]:
@@ -256,8 +264,6 @@ needs_vtime = pytest.mark.skipif(
 @pytest.mark.serial
 def test_latency_on_virtual_time_moves_the_world_not_the_wall(tmp_path: Path) -> None:
     """Two reads with latency 7 s: the second is 7 world seconds after the first, in well under 7 wall s."""
-    from platform_testbed.sim.twin.step import CHECK_HTTP, ProcessStep
-
     script = tmp_path / "step.sh"
     script.write_text('#!/bin/sh\nset -e\nfor i in 1 2; do curl -sS -H "Authorization: Bearer '
                       '$FLY_API_TOKEN" "$FLY_API_HOSTNAME/v1/apps/$FLY_APP_NAME/machines" '
@@ -275,8 +281,6 @@ def test_latency_on_virtual_time_moves_the_world_not_the_wall(tmp_path: Path) ->
 
 def test_the_faults_are_sweep_axes_checked_before_any_world_runs(tmp_path: Path) -> None:
     """The shipped fault sweep sets ``api.*`` per point; an axis value out of range is BadInput."""
-    from platform_testbed.sim.sweep.file import load_sweep
-
     sweep = load_sweep("api-faults-timestamp")
     assert sweep.keys == ("release.behavior", "api.error_share", "api.latency_s")
     world = sweep.scenario(("healthy", 0.3, 5.0))
@@ -284,5 +288,5 @@ def test_the_faults_are_sweep_axes_checked_before_any_world_runs(tmp_path: Path)
     bad = tmp_path / "bad.toml"
     bad.write_text('scenario = "sept25-crash-loop"\nchecks = ["timestamp"]\n'
                    '[axes]\n"api.error_share" = [0.1, 1.5]\n')
-    with pytest.raises(BadInput, match="api.error_share"):
+    with pytest.raises(BadInput, match=r"api\.error_share"):
         load_sweep(str(bad))
