@@ -34,9 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
-from platform_testbed.sim.publish import sharing
 from platform_testbed.sim.publish.gcpause import gc_paused
 from platform_testbed.sim.sweep import load_sweep
 from platform_testbed.sim.sweep.file import Sweep
@@ -45,17 +43,19 @@ from platform_testbed.sim.sweep.units import unit_rows
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _bench_core() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_core", ROOT / "benchmarks" / "bench_core.py")
+def _bench(name: str) -> ModuleType:
+    """Another benchmark script of this folder, as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_core"] = module
+    sys.modules[name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
 
-CORE = _bench_core()
+CORE = _bench("bench_core")
+MILLION = _bench("bench_million")
 
 
 def blocks(sweep: Sweep, count: int, size: int) -> list[list[int]]:
@@ -83,28 +83,10 @@ def heapq_floor(events: int) -> None:
 
 
 def counted_units(sweep: Sweep, units: Sequence[int]) -> dict[str, float]:
-    """Per unit: SimPy events, worlds built from t = 0, copies, oracles from t = 0 and from
-    a copy (the model's own calls, counted)."""
-    counts = dict.fromkeys(("build", "ground_truth", "fork", "rest_crashes"), 0)
-    originals = {name: getattr(sharing, name) for name in counts}
-
-    def counting(name: str) -> Callable[..., Any]:
-        def call(*args: Any) -> Any:
-            counts[name] += 1
-            return originals[name](*args)
-        return call
-
-    try:
-        for name in counts:
-            setattr(sharing, name, counting(name))
-        with CORE.counting_steps() as steps:
-            unit_rows(units, sweep)
-    finally:
-        for name, original in originals.items():
-            setattr(sharing, name, original)
-    out = {name: n / len(units) for name, n in counts.items()}
-    out["events"] = steps[0] / len(units)
-    return out
+    """Per unit: SimPy events, and the worlds ``bench_million.count_worlds`` counts."""
+    with CORE.counting_steps() as steps:
+        counts: dict[str, float] = MILLION.count_worlds(sweep, units)
+    return counts | {"events": steps[0] / len(units)}
 
 
 def _quartiles(values: list[float]) -> str:

@@ -23,11 +23,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from platform_testbed.sim.publish import sharing
 from platform_testbed.sim.sweep import load_sweep
+from platform_testbed.sim.sweep.file import Sweep
 from platform_testbed.sim.sweep.units import unit_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,6 +96,12 @@ def worlds_per_unit(sweep_name: str, count: int = 2000) -> dict[str, float]:
     sweep = load_sweep(ROOT / "scenarios" / "sweeps" / f"{sweep_name}.toml")
     stride = max(1, sweep.units // count) | 1
     units = list(range(stride // 2, sweep.units, stride))
+    return count_worlds(sweep, units) | {"units": len(units)}
+
+
+def count_worlds(sweep: Sweep, units: Sequence[int]) -> dict[str, float]:
+    """Per unit of ``units``: worlds built from t = 0, oracles from t = 0, copies, oracles
+    from a copy (``run_checks``' own calls, counted while the units run here)."""
     counts = dict.fromkeys(("build", "ground_truth", "fork", "rest_crashes"), 0)
     originals = {name: getattr(sharing, name) for name in counts}
 
@@ -110,7 +118,7 @@ def worlds_per_unit(sweep_name: str, count: int = 2000) -> dict[str, float]:
     finally:
         for name, original in originals.items():
             setattr(sharing, name, original)
-    return {name: n / len(units) for name, n in counts.items()} | {"units": len(units)}
+    return {name: n / len(units) for name, n in counts.items()}
 
 
 def main() -> None:

@@ -18,12 +18,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from platform_testbed.sim.publish.world import ground_truth
-from platform_testbed.sim.sweep import load_sweep
 from platform_testbed.sim.sweep.file import validation_env
 from platform_testbed.sim.sweep.units import unit_rows
 
 ROOT = Path(__file__).resolve().parent.parent
-SWEEP = load_sweep(ROOT / "scenarios" / "sweeps" / "crash_period_vs_look_delay.toml")
 
 
 def _bench() -> ModuleType:
@@ -37,6 +35,8 @@ def _bench() -> ModuleType:
 
 
 BENCH = _bench()
+#: The shipped crash-period sweep on the profile the twin writes (``bench_core.twin_sweep``).
+SWEEP = BENCH.twin_sweep()
 
 
 @given(st.integers(0, SWEEP.units - 1))
@@ -83,17 +83,20 @@ def test_the_twin_refuses_a_world_it_does_not_simulate() -> None:
 
 
 def test_a_wrong_twin_is_caught() -> None:
-    """The comparison can fail: a twin one event short of the model's looks differs."""
+    """The comparison can fail: a twin one event off the model's looks differs (it writes
+    restart/starting at each restart, which the sweep's fly-exit-start profile does not)."""
     world = BENCH._BareWorld
     restarted = world.restarted
 
-    def silent(self: object, i: int) -> None:  # no restart/starting event written
+    def noisy(self: object, i: int) -> None:  # one restart/starting event too many
         self.pending[i] = None  # type: ignore[attr-defined]
+        self.write(i, "restart", "starting")  # type: ignore[attr-defined]
         self.enter(i, "starting")  # type: ignore[attr-defined]
         self.boot(i)  # type: ignore[attr-defined]
 
+    assert SWEEP.scenario(SWEEP.point(0), validation_env()).platform.events == "fly-exit-start"
     try:
-        world.restarted = silent
+        world.restarted = noisy
         units = BENCH._sweep_worlds(SWEEP, 200)
         assert any(BENCH.bare_sweep_world(SWEEP, u) != unit_rows([u], SWEEP) for u in units)
     finally:

@@ -169,8 +169,9 @@ def test_a_seed_is_simulated_from_time_0_once(monkeypatch: Any) -> None:
 
 def test_the_oracle_goes_on_from_the_copy(monkeypatch: Any) -> None:
     """A rollback before any crash leaves the truth open: the oracle goes on from the copy
-    made where the verdict acted, not from time 0, and finds what ``run`` finds."""
-    loaded = scenario.load("slow-crash-loop")
+    made where the verdict acted, not from time 0, and finds what ``run`` finds. (The
+    ``crash`` truth: ``serves`` reads the window from time 0.)"""
+    loaded = scenario.load("slow-crash-loop", ["truth='crash'"])
     checks: list[Check] = [_Scripted("early", [0.5], False)]
     expected = _solo(loaded, 3, checks)
     counts = _counting(monkeypatch)

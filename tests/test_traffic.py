@@ -16,17 +16,20 @@ from platform_testbed.sim.platform.traffic import generator, requests_per_segmen
 def test_the_rekeyed_draw_is_the_fresh_generators_stream(seed, rps, lengths):
     """requests_per_segment gives what a fresh generator(seed) draws: Poisson total, multinomial split."""
     counts = requests_per_segment(seed, rps, lengths)
+    expected = _fresh(seed, rps, lengths)
+    assert counts == expected
+    assert all(n == 0 for n, length in zip(counts, lengths, strict=True) if length <= 0)
+
+
+def _fresh(seed: int, rps: float, lengths: list[float]) -> list[int]:
+    """What a fresh generator(seed) draws: the Poisson total, then its multinomial split."""
     total_s = sum(length for length in lengths if length > 0)
     if total_s <= 0:
-        assert counts == [0] * len(lengths)
-        return
+        return [0] * len(lengths)
     rng = generator(seed)
     total = int(rng.poisson(rps * total_s))
-    expected = [total] if len(lengths) == 1 else rng.multinomial(
+    return [total] if len(lengths) == 1 else rng.multinomial(
         total, [max(length, 0.0) / total_s for length in lengths]).tolist()
-    assert counts == expected
-    assert sum(counts) == total
-    assert all(n == 0 for n, length in zip(counts, lengths, strict=True) if length <= 0)
 
 
 @given(seed=st.integers(0, 2**64 - 1), rps=st.floats(0.1, 500), lengths=st.lists(
@@ -39,14 +42,7 @@ def test_a_kept_total_gives_the_fresh_generators_split(seed, rps, lengths, other
     if sum(again) != sum(lengths):  # a different float sum: not the same span
         return
     requests_per_segment(seed, rps, lengths)
-    counts = requests_per_segment(seed, rps, again)
-    total_s = sum(length for length in again if length > 0)
-    if total_s <= 0:
-        assert counts == [0] * len(again)
-        return
-    rng = generator(seed)
-    total = int(rng.poisson(rps * total_s))
-    assert counts == rng.multinomial(total, [length / total_s for length in again]).tolist()
+    assert requests_per_segment(seed, rps, again) == _fresh(seed, rps, again)
 
 
 def test_counts_follow_a_poisson_process():

@@ -7,11 +7,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from platform_testbed.sim.config.numbers import Seed, Table
+from platform_testbed.sim.config.options import option, resolve
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
 from platform_testbed.sim.config.settings import (
     BadInput,
     apply_sets,
-    env_number,
     format_error,
     load_settings,
     parse_value,
@@ -122,14 +122,14 @@ class PlatformTable(_Table):
 #: The shortest crash or flap period a world runs (seconds). Assumed: no app crashes
 #: faster than a process can start; below it a run's events grow without useful bound
 #: (a 1 us crash loop). ``TESTBED_MIN_PERIOD_S`` lowers it for a deliberate experiment.
-MIN_PERIOD_S = 0.001
+MIN_PERIOD_S = float(option("min_period_s").default or 0)  # the registry's, with why
 
 
 def _min_period(value: float, info: ValidationInfo) -> float:
-    floor = env_number("TESTBED_MIN_PERIOD_S", MIN_PERIOD_S, 60.0)  # nan must not switch it off
+    floor = resolve("min_period_s")  # the variable by its rule: nan must not switch it off
     if value < floor:
         raise ValueError(f"must be at least {floor:g} s (a millisecond: shorter periods make "
-                         "a run unbounded); set TESTBED_MIN_PERIOD_S to lower the limit")
+                         f"a run unbounded); set {option('min_period_s').env_name} to lower the limit")
     return value
 
 

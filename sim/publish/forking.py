@@ -73,8 +73,8 @@ def fork(world: World, foreign: Foreign, taken: Sequence[Entry] = ()) -> World |
     ``taken``: entries taken off the queue since (looks taken ahead of their turn), put
     back in the copy's.
     """
-    if world.waking:  # fly-proxy's autostart is a process on its way: not copied
-        return None
+    if world.waking or world.destroyed:  # fly-proxy's autostart on its way; a client's
+        return None  # destroyed machines (the twin's): not copied
     old = world.env
     env = new_environment(old.now)
     site = _site(world.site, env)
@@ -122,6 +122,7 @@ def fork(world: World, foreign: Foreign, taken: Sequence[Entry] = ()) -> World |
     copied: World = World.__new__(World)
     copied.__dict__.update(world.__dict__)
     copied.env, copied.machines, copied.site, copied.looks = env, machines, site, []
+    copied.cordoned = set(world.cordoned)
     copied._proxy_rng = proxy
     hook_autostart(copied)
     return copied

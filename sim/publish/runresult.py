@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from platform_testbed.checks import Event, Look, Verdict
-from platform_testbed.sim.config.scenario import Outcome
-from platform_testbed.sim.publish.site import SiteTally
+from platform_testbed.sim.config.scenario import Outcome, Scenario
+from platform_testbed.sim.publish.site import Site, SiteTally
 
 
 class RecordedLook(NamedTuple):
@@ -69,3 +70,59 @@ class RunResult:
         if self.bad:
             return "missed" if self.verdict.ok else "caught"
         return "passed" if self.verdict.ok else "false_alarm"
+
+
+class Ran(Protocol):
+    """What a result reads of the world it ran in (``sim.publish.world.World`` is one)."""
+
+    scenario: Scenario
+    seed: int
+    site: Site
+    traffic_seed: int
+    rollback: str | None
+    late_failure_at_s: float | None
+
+    @property
+    def publish_at_s(self) -> float:
+        """When the publish began (simulated seconds)."""
+
+
+def result_in(
+    world: Ran,
+    check: str,
+    *,
+    verdict: Verdict | None,
+    decided_at_s: float | None,
+    looks: Sequence[RecordedLook],
+    bad: bool,
+    error: str | None = None,
+    error_detail: str | None = None,
+    trace: Trace | None = None,
+    seed: int | None = None,
+    site: SiteTally | None = None,
+) -> RunResult:
+    """``check``'s result in the simulated ``world``: the one place a ``RunResult`` is made.
+
+    What the world did (its rollback, its late failure, the site's traffic from the
+    publish to the horizon) is read here; what the check did (its verdict, when, its
+    looks, its error) is the caller's. ``site``: the tally when the caller has it (a
+    shared world's, once for all its checks); ``seed``: when it is not the world's.
+    """
+    if site is None:
+        scenario = world.scenario
+        site = world.site.tally(world.publish_at_s, scenario.horizon_s, scenario.traffic.rps,
+                                world.traffic_seed)
+    return RunResult(
+        check=check,
+        seed=world.seed if seed is None else seed,
+        verdict=verdict,
+        decided_at_s=decided_at_s,
+        rollback=world.rollback,
+        late_failure_at_s=world.late_failure_at_s,
+        site=site,
+        looks=tuple(looks),
+        bad=bad,
+        error=error,
+        error_detail=error_detail,
+        trace=trace,
+    )

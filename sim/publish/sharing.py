@@ -36,7 +36,7 @@ from platform_testbed.sim.publish.deploying import record_failure
 from platform_testbed.sim.publish.forking import DROP, fork, rest_crashes
 from platform_testbed.sim.publish.forking import Entry as _Entry
 from platform_testbed.sim.publish.gcpause import gc_paused
-from platform_testbed.sim.publish.runresult import RecordedLook, RunResult
+from platform_testbed.sim.publish.runresult import RecordedLook, RunResult, result_in
 from platform_testbed.sim.publish.site import SiteTally
 from platform_testbed.sim.publish.world import (
     World,
@@ -116,8 +116,8 @@ def _truth(scenario: Scenario, seed: int, worlds: Sequence[_Shared], oracle: Wor
     """The ground truth where no world proved the release bad by itself.
 
     Under ``crash``: a world no rollback touched that ran to the horizon saw what the oracle
-    would (and no crash); else the oracle goes on from the last copy made where a verdict acted; only a
-    world that could not be copied costs an oracle from time 0.
+    would (and no crash); else the oracle goes on from the last copy made where a verdict
+    acted; only a world that could not be copied costs an oracle from time 0.
     """
     if scenario.truth != "crash":
         # ``serves`` reads the window after the publish (an exit in it, the machines at its
@@ -200,20 +200,11 @@ class _Rider:
 
     def result(self, world: World, tally: SiteTally, seed: int, bad: bool) -> RunResult:
         """Its result in ``world``, the world whose rest it shares (as ``run_result`` gives it)."""
-        return RunResult(
-            check=check_name(self.check),
-            seed=seed,
-            verdict=self.verdict,
+        return result_in(
+            world, check_name(self.check), verdict=self.verdict,
             decided_at_s=None if self.verdict is None else self.decided_at - world.publish_at_s,
-            rollback=world.rollback,
-            late_failure_at_s=world.late_failure_at_s,
-            site=tally,
-            looks=tuple(self.looks),
-            bad=bad,
-            error=self.error,
-            error_detail=self.error_detail,
-            trace=None,
-        )
+            looks=self.looks, bad=bad, error=self.error, error_detail=self.error_detail,
+            seed=seed, site=tally)
 
 
 #: A look's entry taken off SimPy's queue (``_Shared._same_step``), and its rider.
@@ -331,7 +322,9 @@ class _Shared:
         # the oracle, after a rollback that no crash before it proved right.
         away = [r for r in self.riders if r not in self.members]
         rollback = not rider.action[0] and rider.action[1]
-        if away or (rollback and not (self.known or release_crashes(self.world))):
+        # (Under a truth other than ``crash`` the oracle runs from time 0: no copy for it.)
+        crash_truth = self.world.scenario.truth == "crash"
+        if away or (rollback and crash_truth and not (self.known or release_crashes(self.world))):
             self.then = self._fork(away, [entry for entry, r in looked if r not in self.members])
         for other in away:
             self._leave(other)

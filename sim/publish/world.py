@@ -27,7 +27,13 @@ from platform_testbed.sim.platform.machine import Image, Machine
 from platform_testbed.sim.platform.streams import streams
 from platform_testbed.sim.publish.deploying import drive_publish
 from platform_testbed.sim.publish.gcpause import gc_paused
-from platform_testbed.sim.publish.runresult import MachineTrace, RecordedLook, RunResult, Trace
+from platform_testbed.sim.publish.runresult import (
+    MachineTrace,
+    RecordedLook,
+    RunResult,
+    Trace,
+    result_in,
+)
 from platform_testbed.sim.publish.site import DOWN_STATES, Site
 
 # The result types live in ``sim.publish.runresult``; importable from here as before.
@@ -466,26 +472,11 @@ def simulate(
 
 def run_result(world: World, check: Check, bad: bool, trace: bool) -> RunResult:
     """``check``'s result in a simulated ``world``, classified by the ground truth ``bad``."""
-    scenario = world.scenario
-    tally = world.site.tally(
-        world.publish_at_s, scenario.horizon_s, scenario.traffic.rps, world.traffic_seed
-    )
     looks = tuple(world.looks)
     world.looks.clear()  # out of the world's reference cycles: freed with the result (gc_paused)
-    return RunResult(
-        check=check_name(check),
-        seed=world.seed,
-        verdict=world.verdict,
-        decided_at_s=world.decided_at_s,
-        rollback=world.rollback,
-        late_failure_at_s=world.late_failure_at_s,
-        site=tally,
-        looks=looks,
-        bad=bad,
-        error=world.error,
-        error_detail=world.error_detail,
-        trace=_trace(world) if trace else None,
-    )
+    return result_in(world, check_name(check), verdict=world.verdict,
+                     decided_at_s=world.decided_at_s, looks=looks, bad=bad, error=world.error,
+                     error_detail=world.error_detail, trace=_trace(world) if trace else None)
 
 
 def run(

@@ -446,9 +446,10 @@ class TwinServer:
                 assert isinstance(result, tuple)
                 return result
             # The platform's timeout in wall seconds, and a margin for the loop: the world
-            # answers first (408), this bound only guards against a loop that has died.
-            # (At most a day: ``--speed 1e-12`` would make it 6e13 s.)
-            timeout_s = min(self._wait_timeout(query) / self.driver.speed + 5.0, 86_400.0)
+            # answers first (408), this bound only guards against a loop that has died
+            # (``Driver.wall_bound``: on virtual time wall seconds say nothing of it; at most
+            # a day, as ``--speed 1e-12`` would make it 6e13 s).
+            timeout_s = min(self.driver.wall_bound(self._wait_timeout(query)), 86_400.0)
             try:
                 answer: Answer = await self._settled(result.future, timeout_s, gone)
             except TimeoutError:

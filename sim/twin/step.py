@@ -43,7 +43,7 @@ from typing import IO, Literal
 from platform_testbed.checks import Look, Verdict
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.publish import world as worlds
-from platform_testbed.sim.publish.runresult import RecordedLook, RunResult
+from platform_testbed.sim.publish.runresult import RecordedLook, RunResult, result_in
 from platform_testbed.sim.twin.clock import VirtualDriver
 from platform_testbed.sim.twin.session import Session, TimeMode, open_session
 from platform_testbed.sim.vtime import Unavailable, library_path
@@ -198,7 +198,9 @@ class ProcessStep:
         assert status is not None
         if status < 0:
             return _with_stderr(f"was killed by signal {_signal_name(-status)}", ended.stderr_tail)
-        verdict = Verdict(status == 0, _reason(status, ended.stdout_tail), layer=self.mode)
+        # The reason: the last line on stdout, else the last on stderr (documented in --check-http's help).
+        verdict = Verdict(status == 0, _reason(status, ended.stdout_tail or ended.stderr_tail),
+                          layer=self.mode)
         try:
             return session.driver.call(lambda: self._hand_over(session, verdict))
         except RuntimeError:
@@ -236,18 +238,12 @@ class ProcessStep:
         shift = world.scenario.platform.epoch_ms - scenario.platform.epoch_ms
         tally = world.site.tally(world.publish_at_s, scenario.horizon_s, scenario.traffic.rps,
                                  world.traffic_seed)
-        return RunResult(
-            check=self.name,
-            seed=seed,
+        return result_in(
+            world, self.name, seed=seed, site=tally,
             verdict=None if error is not None else world.verdict,
             decided_at_s=None if error is not None else world.decided_at_s,
-            rollback=world.rollback,
-            late_failure_at_s=world.late_failure_at_s,
-            site=tally,
-            looks=tuple(_shifted(look, shift) for look in session.app.recorded),
-            bad=bad,
-            error=error,
-        )
+            looks=[_shifted(look, shift) for look in session.app.recorded],
+            bad=bad, error=error)
 
 
 def _await(proc: subprocess.Popen[bytes], deadline: float, session: Session, limit_s: float) -> str | None:
