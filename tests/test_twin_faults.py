@@ -290,3 +290,20 @@ def test_the_faults_are_sweep_axes_checked_before_any_world_runs(tmp_path: Path)
                    '[axes]\n"api.error_share" = [0.1, 1.5]\n')
     with pytest.raises(BadInput, match=r"api\.error_share"):
         load_sweep(str(bad))
+
+
+DEPLOY = Path(__file__).parent.parent / "examples" / "deploy"
+
+
+@needs_vtime
+def test_a_step_that_reads_a_503_as_healthy_shows_as_a_miss() -> None:
+    """Half the answers 503 (seed 2: a look meets one): the lax step misses the crash loop, the
+    retrying one catches it; the ground truth stays the platform's (bad)."""
+    world = load("sept25-crash-loop", ["api.error_share=0.5"])
+    rows = {}
+    for script in ("timestamp-lax.sh", "timestamp-retry.sh"):
+        step = ProcessStep(CHECK_HTTP, (str(DEPLOY / script),), script, 60.0, 1.0, "virtual")
+        rows[script] = step(world, 2)
+    assert {r.bad for r in rows.values()} == {True}
+    assert rows["timestamp-lax.sh"].outcome == "missed"
+    assert rows["timestamp-retry.sh"].outcome == "caught"
