@@ -24,9 +24,18 @@ $(STAMP_RUN): pyproject.toml constraints.txt | venv-ok
 	  || { echo "install failed: fix the message above, or start over with make clean"; exit 1; }
 	touch $@
 
-$(STAMP_DEV): pyproject.toml constraints.txt | venv-ok
+# tests/test_twin_sdk.py uses PyPI's fly-python-sdk, a Machines API client nobody here wrote.
+# Not in pyproject's dev list: it pins httpx<0.25, which schemathesis's httpx 0.28 replaces
+# (it calls only AsyncClient.get/post/delete, the same in both), so it goes in without deps.
+# tests/test_twin_fly_admin.py uses npm's fly-admin, pinned in tests/js/package-lock.json and
+# installed there by npm ci where npm is (no npm: the test is skipped with the reason).
+$(STAMP_DEV): pyproject.toml constraints.txt tests/js/package-lock.json | venv-ok
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]' \
 	  || { echo "install failed: fix the message above, or start over with make clean"; exit 1; }
+	$(BIN)/python -m pip install --quiet --no-deps -c constraints.txt fly-python-sdk \
+	  || { echo "install failed: fix the message above, or start over with make clean"; exit 1; }
+	if command -v npm >/dev/null; then npm ci --prefix tests/js --no-audit --no-fund --silent \
+	  || { echo "npm ci in tests/js failed: fix the message above"; exit 1; }; fi
 	touch $@ $(STAMP_RUN)
 
 # Upgrade the pinned versions: install the newest the ranges in pyproject.toml allow, freeze.

@@ -103,6 +103,35 @@ def _update(step: Update, updates: bool) -> Update:
     return step
 
 
+_ABSENT = object()
+
+
+def _same_shape(step: object) -> Verdict | Wait:
+    """A result of another module read as ours by its shape: ``ok`` and ``reason`` make a
+    Verdict, ``seconds`` a Wait (a vendored copy of this package, or the old top-level
+    ``checks``, has classes of its own). Anything else: ``CheckFailed`` naming both
+    modules and the import that gives this driver's classes."""
+    try:
+        ok, reason = getattr(step, "ok", _ABSENT), getattr(step, "reason", _ABSENT)
+        if ok is not _ABSENT and reason is not _ABSENT:
+            return Verdict(cast(bool, ok), cast(str, reason), getattr(step, "machine", None),
+                           getattr(step, "layer", "") or "", getattr(step, "judged", True))
+        seconds = getattr(step, "seconds", _ABSENT)
+        if seconds is not _ABSENT and not isinstance(step, int | float | str | bytes):
+            return Wait(cast(float, seconds))
+    except Interrupt:
+        raise
+    except Exception as error:  # a property of the user's object that raises
+        raise CheckFailed(f"check returned {step!r}, whose fields raised "
+                          f"{type(error).__name__}: {error}") from error
+    ours = Wait.__module__.rpartition(".")[0] or Wait.__module__
+    kind = type(step)
+    raise CheckFailed(
+        f"check returned {step!r} ({kind.__module__}.{kind.__qualname__}); this driver takes "
+        f"{Wait.__module__}.Wait(seconds) or {Verdict.__module__}.Verdict(ok, reason), or an "
+        f"object of that shape: from {ours} import Verdict, Wait")
+
+
 def _loop(
     check: Check, publish_started_ms: int, max_looks: int, updates: bool
 ) -> Generator[float | Update, Look, Verdict]:
@@ -120,6 +149,8 @@ def _loop(
             raise
         except BaseException as error:
             raise CheckFailed(_raised(error)) from error
+        if not isinstance(step, Verdict | Update | Wait):
+            step = _same_shape(step)
         if isinstance(step, Verdict):
             if not isinstance(step.ok, bool) or not isinstance(step.reason, str):
                 raise CheckFailed(f"check returned {step!r}; a Verdict needs ok: bool, reason: str")
@@ -131,8 +162,6 @@ def _loop(
                                   "--max-looks or TESTBED_MAX_LOOKS)")
             looks.append((yield asked))
             continue
-        if not isinstance(step, Wait):
-            raise CheckFailed(f"check returned {step!r}; expected Wait(seconds) or Verdict")
         seconds = step.seconds
         if (
             isinstance(seconds, bool)

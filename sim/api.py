@@ -9,8 +9,10 @@ Walkthrough with executed examples: ``docs/python-api.md``. Bad input raises
 parameter, judged before any scenario loads; trouble inside a spec, an override or a file
 is the one line the command line prints. One spec or override may stand for a list of one.
 ``check_budget`` (a ``CheckBudget``: wall-clock seconds a user's check may take per look,
-looks any check may take) is what ``--check-timeout``/``--max-looks`` set; the default is
-the documented limits, whatever the environment says.
+looks any check may take) is what ``--check-timeout``/``--max-looks`` set; without one,
+``TESTBED_CHECK_TIMEOUT_S``/``TESTBED_MAX_LOOKS`` if set, else the documented defaults:
+the registry's one precedence rule (``sim.config.options``, docs/options.md), which also
+states every limit the parameters are held to. The API never imports the command line.
 
 The test kit for a check of your own is re-exported too: ``App``, ``world`` and
 ``drive_world`` (``sim.kit.testing``), ``worlds`` and ``assert_guarantee`` (``sim.kit.strategies``).
@@ -27,19 +29,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 from platform_testbed.checks import Check, Look, Verdict, Wait
 from platform_testbed.checks.drive import check_name
-from platform_testbed.sim.checkload.budget import DEFAULT_CHECK_BUDGET, CheckBudget
+from platform_testbed.sim.checkload.budget import CheckBudget, environment_budget
 from platform_testbed.sim.checkload.loader import CheckSetup, build_checks, setups
-from platform_testbed.sim.cli.compareopts import MAX_RUNS, RUNS_ENV
-from platform_testbed.sim.cli.hunt import DEFAULT_BUDGET, DEFAULT_SCENARIO, MAX_BUDGET
-from platform_testbed.sim.cli.rollout import MAX_RUNS as ROLLOUT_RUNS
-from platform_testbed.sim.cli.sweep import MAX_WORKERS, WORKERS_ENV
 from platform_testbed.sim.config import doors
+from platform_testbed.sim.config import options as registry
+from platform_testbed.sim.config.options import HUNT_SCENARIO, option
 from platform_testbed.sim.config.scenario import Scenario, load
 from platform_testbed.sim.config.settings import (
     MAX_SEED,
     BadInput,
-    at_most,
-    env_limit,
     seconds_rule,
     seed_value,
     validated,
@@ -184,7 +182,7 @@ def _built(
 ) -> tuple[list[Check], tuple[CheckSetup, ...]]:
     specs = [c for c in checks if isinstance(c, str)]
     # No checks at all means every built-in, as on the command line; objects run as given.
-    built = build_checks(specs, scenario.check, options) if specs or not checks else []
+    built = build_checks(specs, scenario.check, options, door="checks") if specs or not checks else []
     if not checks:
         return [item.check for item in built], setups(built)
     made = iter(built)
@@ -198,7 +196,7 @@ def run(
     *,
     options: Mapping[str, Any] | None = None,
     trace: bool = False,
-    check_budget: CheckBudget = DEFAULT_CHECK_BUDGET,
+    check_budget: CheckBudget | None = None,
 ) -> RunResult:
     """One check in one world (default: the scenario's own seed), judged against the truth.
 
@@ -223,7 +221,7 @@ def compare(
     seeds: Iterable[int] | None = None,
     *,
     options: Mapping[str, Any] | None = None,
-    check_budget: CheckBudget = DEFAULT_CHECK_BUDGET,
+    check_budget: CheckBudget | None = None,
 ) -> Comparison:
     """Every check in every seed's world (default: the scenario's own seed), side by side.
 
@@ -237,7 +235,8 @@ def compare(
     options = doors.options(options)
     chosen_checks = _checks(checks)
     budget = _budget(check_budget)
-    chosen = doors.seeds_bounded("seeds", seeds, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
+    chosen = doors.seeds_bounded("seeds", seeds, registry.limit("max_runs"),
+                                 option("max_runs").env_name)
     loaded = _scenario(scenario)
     built, made = _built(loaded, chosen_checks, options)
     return _compare(loaded, built, (loaded.seed,) if chosen is None else chosen, setups=made,
@@ -262,7 +261,7 @@ def sweep(
     *,
     every: int = 1,
     workers: int = 1,
-    check_budget: CheckBudget = DEFAULT_CHECK_BUDGET,
+    check_budget: CheckBudget | None = None,
 ) -> SweepRows:
     """Run a sweep: a shipped sweep's name, a sweep file's path, or its tables as a mapping.
 
@@ -278,7 +277,7 @@ def sweep(
                         "of its tables or a Sweep")
     every = _whole("every", every, "1 or more")
     workers = _whole("workers", workers, "1 or more")
-    at_most("workers", workers, env_limit(WORKERS_ENV, MAX_WORKERS), WORKERS_ENV)  # as --workers
+    registry.resolve("workers", workers, where="workers")  # the limit --workers has
     budget = _budget(check_budget)
     if isinstance(spec, Sweep):
         chosen = spec
@@ -319,13 +318,16 @@ def rollout(
     doors.check_environment()
     doors.settings_like("scenario", scenario, RolloutScenario,
                         "a shipped rollout's name or a path to a .toml file")
-    chosen = doors.seeds_bounded("seeds", seeds, ROLLOUT_RUNS)  # before any loading
+    chosen = doors.seeds_bounded("seeds", seeds, registry.limit("max_rollout_runs"))  # before any loading
     loaded = scenario if isinstance(scenario, RolloutScenario) else load_rollout(scenario)
     return run_rollout(loaded, (loaded.seed,) if chosen is None else chosen)
 
 
 def _budget(value: object) -> CheckBudget:
-    """``check_budget`` as given: a ``CheckBudget`` (its own values checked when it was made)."""
+    """``check_budget`` as given: a ``CheckBudget`` (its own values checked when it was made),
+    or for None the environment's, else the defaults."""
+    if value is None:
+        return environment_budget()
     if not isinstance(value, CheckBudget):
         raise BadInput(f"check_budget: must be a CheckBudget(timeout_s=..., max_looks=...) "
                        f"(got {value!r})")
@@ -354,12 +356,12 @@ def _factory(check: CheckLike | CheckFactory) -> CheckFactory:
 
 def hunt(
     check: CheckLike | CheckFactory,
-    scenario: ScenarioLike = DEFAULT_SCENARIO,
+    scenario: ScenarioLike = HUNT_SCENARIO,
     *,
-    budget: int = DEFAULT_BUDGET,
+    budget: int = int(option("budget").default or 0),
     seed: int = 0,
     progress: Progress | None = None,
-    check_budget: CheckBudget = DEFAULT_CHECK_BUDGET,
+    check_budget: CheckBudget | None = None,
 ) -> HuntResult:
     """The worlds around ``scenario`` that fool ``check``, each kind shrunk to its smallest.
 
@@ -372,7 +374,8 @@ def hunt(
     shrinking)`` is told after every world tried (``testbed hunt`` draws its bar with it).
     """
     doors.check_environment()
-    budget = _whole("budget", budget, f"from 1 to {MAX_BUDGET:,}", MAX_BUDGET)
+    most = int(option("budget").most or 0)
+    budget = _whole("budget", budget, f"from 1 to {most:,}", most)
     seed = seed_value("seed", seed)
     doors.progress(progress)
     doors.settings_like("scenario", scenario, Scenario, _SCENARIO_RULE)

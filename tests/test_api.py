@@ -63,7 +63,7 @@ def test_options_reach_the_checks_as_check_opt_values():
     result = api.compare(SEPT25, ["count", "timestamp"], options={"count.look_delay_s": 5})
     by_check = {s.name: {o.key: (o.value, o.source) for o in s.options} for s in result.setups}
     assert by_check["count"]["look_delay_s"] == (5.0, "--check-opt")
-    assert by_check["timestamp"]["look_delay_s"] == (5.0, "scenario")
+    assert by_check["timestamp"]["look_delay_s"] == (10.0, "scenario")
 
 
 def test_a_sweep_given_as_tables_runs_as_the_same_sweep_file_does(tmp_path, monkeypatch):

@@ -23,6 +23,9 @@ COMMANDS = {
     "compare": ["compare", "sept25-crash-loop"],
     "replay": ["replay", RECORDING],
     "checks": ["checks", "--runs", "1"],
+    "sweep": ["sweep", "sept25-unknowns", "--no-progress"],
+    "hunt": ["hunt", "--no-progress"],
+    "series": ["series", "sept25-three-publishes"],
 }
 
 
@@ -39,7 +42,7 @@ def _check_opt(parser: argparse.ArgumentParser) -> argparse.Action | None:
 
 
 def test_the_commands_with_check_opt_are_the_ones_tested_here():
-    """Walking the parser finds --check-opt on exactly compare, replay and checks."""
+    """Walking the parser finds --check-opt on exactly compare, replay, checks, sweep, hunt and series."""
     having = {name for name, p in _subcommands().items() if _check_opt(p) is not None}
     assert having == set(COMMANDS)
 
@@ -83,7 +86,7 @@ def test_check_options_reads_values_as_toml_and_refuses_a_missing_equals():
     ("look_delay_s=[1]", None),  # the loader's type rule: the same line on each command
 ])
 def test_every_command_refuses_a_bad_check_opt_with_the_same_line(capsys, option, line):
-    """Exit 2 and one identical stderr line from compare, replay and checks, nothing on stdout."""
+    """Exit 2 and one identical stderr line from every command that takes it, nothing on stdout."""
     lines = set()
     for argv in COMMANDS.values():
         assert main([*argv, "--check", "count", "--check-opt", option]) == 2

@@ -591,7 +591,9 @@ def test_drive_yields_each_wait_as_a_float_and_returns_the_verdict() -> None:
             "check returned Verdict(ok=True, reason=3, machine=None, layer='', "  # type: ignore[arg-type]
             "judged=True); a Verdict needs ok: bool, reason: str",
         ),
-        (None, "check returned None; expected Wait(seconds) or Verdict"),
+        (None, "check returned None (builtins.NoneType); this driver takes "
+         "platform_testbed.checks.model.Wait(seconds) or platform_testbed.checks.model.Verdict(ok, "
+         "reason), or an object of that shape: from platform_testbed.checks import Verdict, Wait"),
         (Wait(-1), "check returned Wait(seconds=-1); a Wait needs finite seconds >= 0"),
         (Wait(True), "check returned Wait(seconds=True); a Wait needs finite seconds >= 0"),
         (Wait("1"), "check returned Wait(seconds='1'); a Wait needs finite seconds >= 0"),  # type: ignore[arg-type]

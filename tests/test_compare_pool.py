@@ -28,7 +28,9 @@ def test_compare_on_two_workers_prints_and_writes_what_one_does(tmp_path: Path) 
     got = {}
     for workers in ("1", "2"):
         details = tmp_path / f"d{workers}.jsonl"
-        out = _testbed("compare", "sept25-crash-loop", "--runs", "300", "--seed", "5",
+        # Seeds 400-699: every [expect] holds there (count catches seeds 293, 311, 341 and 875 of
+        # 0-999), so the command exits 0; the test compares bytes, not verdicts.
+        out = _testbed("compare", "sept25-crash-loop", "--runs", "300", "--seed", "400",
                        "--json", "--summary", "--details", str(details),
                        "--workers", workers, cwd=tmp_path)
         got[workers] = (out, details.read_bytes())

@@ -170,3 +170,23 @@ def test_an_error_message_with_a_newline_in_a_path_is_one_line(tmp_path: Path) -
     """What could not be written is named on one line even if the OS says more."""
     failed = OutputFailed(tmp_path / "x", OSError(errno.EIO, "Input/output\nerror"))
     assert "\n" not in str(failed)
+
+
+def test_output_failed_pickles_as_it_was_made() -> None:
+    """A pool's worker hands exceptions back pickled: the same message and what failed."""
+    import pickle  # noqa: PLC0415
+
+    failed = OutputFailed("rows.csv", OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+    again = pickle.loads(pickle.dumps(failed))
+    assert (str(again), again.what) == (str(failed), "rows.csv")
+
+
+def test_a_streams_file_is_not_blamed_for_the_runs_own_error(tmp_path: Path) -> None:
+    """``replacing`` (compare --details): an OSError of the run inside the block goes on as
+    it is, not as "cannot write runs.jsonl" (its commit failing is: see --details above)."""
+    target = tmp_path / "runs.jsonl"
+    target.write_text(PREVIOUS)
+    with pytest.raises(ConnectionRefusedError), outputs.replacing(target):
+        raise ConnectionRefusedError(errno.ECONNREFUSED, "the run's own error")
+    assert target.read_text() == PREVIOUS
+    assert _left(tmp_path) == []

@@ -288,12 +288,13 @@ def test_sweep_junit_marks_a_broken_world_as_an_error(tmp_path, capsys):
     assert "2 of 2 world(s)" in message
 
 
-def test_hunt_writes_a_failure_per_world_found(tmp_path, capsys):
-    """hunt --junit: each world found is a failed case whose text says how to reproduce it."""
+def test_hunt_writes_a_failure_per_world_found_with_fail_on_found(tmp_path, capsys):
+    """hunt --junit --fail-on found: each world found is a failed case whose text says how to
+    reproduce it."""
     out = tmp_path / "h.xml"
     found = tmp_path / "found"
     code = main(["hunt", "--check", "count", "--budget", "10", "--out", str(found),
-                 "--no-progress", "--json", "--junit", str(out)])
+                 "--no-progress", "--json", "--junit", str(out), "--fail-on", "found"])
     report = json.loads(capsys.readouterr().out)
     assert code == 1
     root = assert_junit_shape(out)
@@ -302,6 +303,29 @@ def test_hunt_writes_a_failure_per_world_found(tmp_path, capsys):
     for failure, world in zip(failures, report["found"], strict=True):
         assert failure.get("message").startswith(f"{world['outcome']}: {world['kind']}")
         assert f"reproduce: testbed compare {world['file']} --check count" in failure.text
+
+
+def test_hunt_lists_found_worlds_as_skipped_without_fail_on(tmp_path, capsys):
+    """hunt --junit alone: each world found is a skipped case (a JUnit publisher stays green),
+    saying how to reproduce it; no failure and no error anywhere in the report."""
+    out = tmp_path / "h.xml"
+    code = main(["hunt", "--check", "count", "--budget", "10", "--out", str(tmp_path / "found"),
+                 "--no-progress", "--json", "--junit", str(out)])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1  # the exit status still says a world was found
+    root = assert_junit_shape(out)
+    skipped = [c.find("skipped") for s in root for c in s]
+    assert len(skipped) == len(report["found"]) > 0
+    assert root.get("failures") == root.get("errors") == "0"
+    assert [s.get("skipped") for s in root] == [str(len(report["found"]))]
+    for case, world in zip(skipped, report["found"], strict=True):
+        assert f"reproduce: testbed compare {world['file']} --check count" in case.get("message")
+
+
+def test_hunt_fail_on_names_only_found(capsys):
+    """hunt --fail-on takes 'found' alone; a near miss is refused with a suggestion."""
+    assert main(["hunt", "--check", "count", "--fail-on", "fund"]) == 2
+    assert "did you mean found?" in capsys.readouterr().err
 
 
 def test_hunt_that_finds_nothing_writes_one_passing_case(tmp_path, capsys, monkeypatch):

@@ -60,7 +60,7 @@ def test_to_json_carries_the_schema_version_and_round_trips_through_json() -> No
     assert doc["schema_version"] == SCHEMA_VERSION == 1
     assert [run["seed"] for run in doc["runs"]] == [run.seed for run in report.seeds]
     assert [r["check"] for r in doc["runs"][0]["results"]] == ["count", "timestamp"]
-    assert doc["check_options"]["count"]["look_delay_s"] == {"value": 5.0, "source": "scenario"}
+    assert doc["check_options"]["count"]["look_delay_s"] == {"value": 10.0, "source": "scenario"}
 
 
 @pytest.mark.parametrize(
@@ -87,7 +87,7 @@ def test_replay_json_carries_schema_version(tmp_path: Path, capsys) -> None:
     assert doc["schema_version"] == SCHEMA_VERSION
     [row] = doc["results"]
     assert row["check"] == "timestamp"
-    assert row["check_options"]["look_delay_s"] == {"value": 5.0, "source": "recording"}
+    assert row["check_options"]["look_delay_s"] == {"value": 10.0, "source": "recording"}
 
 
 def test_checks_json_lists_every_outcome_for_every_scenario(capsys) -> None:

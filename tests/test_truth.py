@@ -102,3 +102,16 @@ def test_an_unknown_truth_is_refused_with_its_field(capsys):
     assert "truth" in err
     assert "'serves' or 'crash'" in err
     assert "Traceback" not in err
+
+
+def test_the_junit_report_names_the_truth(tmp_path):
+    """compare --junit: each case's system-out opens with the truth that judged its outcomes."""
+    import xml.etree.ElementTree as ET  # noqa: PLC0415
+
+    report = tmp_path / "r.xml"
+    assert main(["compare", "healthy-release", "--check", "count", "--junit", str(report),
+                 "--set", "truth=crash"]) == 0
+    out = ET.parse(report).getroot().find("testsuite/testcase/system-out")
+    assert out is not None
+    assert out.text is not None
+    assert out.text.startswith("judged by the truth crash (bad if a machine of the release crashes")

@@ -163,7 +163,7 @@ def test_hanging_process_is_an_error_within_the_limit_and_leaves_nothing(
     code, doc, _ = _compare(capsys, "sept25-crash-loop", "--check-http", str(script),
                             "--http-timeout", "1", *FAST)
     assert time.monotonic() - began < 6
-    assert code == 0
+    assert code == 1  # a process row in error fails the gate without --fail-on (issue 31)
     [row] = _results(doc, "http-hang")
     assert row["outcome"] == "error"
     assert row["reason"].startswith("did not exit within 1 s of wall time (--http-timeout)")

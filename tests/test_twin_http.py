@@ -364,3 +364,27 @@ def test_answered_waits_on_a_machine_that_never_changes_leave_nothing_behind() -
         assert app.waits == ()
     finally:
         served.close(finish=False)
+
+
+def test_a_bug_in_the_door_is_a_line_not_a_traceback(
+    session: Session, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """An exception the door did not expect closes that connection, is kept as one line
+    (``TwinServer.errors``), prints nothing, and the next connection is served."""
+    real = http1.read_body
+    calls = {"n": 0}
+
+    async def broken(*args: object) -> bytes:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ValueError("a bug")
+        return await real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(http1, "read_body", broken)
+    with _connect(session) as sock:
+        sock.sendall(_request("GET", "/machines"))
+        assert sock.recv(100) == b""
+    assert _exchange(session, _request("GET", "/machines"))[0] == 200
+    assert session.server.errors == ["ValueError: a bug"]
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err + captured.out

@@ -128,7 +128,10 @@ def test_sweep_help_says_one_worker(capsys: pytest.CaptureFixture[str]) -> None:
 def test_row_names_are_one_key_part() -> None:
     """A process row's name is the mode's word and the program's stem, with nothing that splits a key."""
     assert row_name("check-http", ["examples/deploy/timestamp.sh"]) == "http-timestamp"
-    assert row_name("deploy-cmd", ["node", "steps/deploy.v2.mjs", "--fast"]) == "deploy-deploy-v2"
+    assert row_name("deploy-cmd", ["node", "steps/deploy.v2.mjs", "--fast"]) == "deploy-v2"
+    assert row_name("deploy-cmd", ["examples/deploy/deploy.sh"]) == "deploy"
+    assert row_name("check-http", ["./http_probe.sh"]) == "http_probe"
+    assert row_name("deploy-cmd", ["./redeploy.sh"]) == "deploy-redeploy"
     assert row_name("check-http", ["/usr/bin/true"]) == "http-true"
 
 

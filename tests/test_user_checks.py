@@ -120,11 +120,11 @@ def test_check_opt_reaches_builtin_checks(capsys):
 
 
 def test_a_scoped_check_opt_reaches_only_the_named_check(capsys):
-    """--check-opt count.look_delay_s=3 changes count; timestamp keeps the scenario's 5 s."""
+    """--check-opt count.look_delay_s=3 changes count; timestamp keeps the scenario's 10 s."""
     doc = _json(capsys, ["compare", "sept25-crash-loop", "--check", "count", "--check", "timestamp",
                          "--check-opt", "count.look_delay_s=3"])
     assert doc["check_options"]["count"]["look_delay_s"]["value"] == 3.0
-    assert doc["check_options"]["timestamp"]["look_delay_s"] == {"value": 5.0,
+    assert doc["check_options"]["timestamp"]["look_delay_s"] == {"value": 10.0,
                                                                   "source": "scenario"}
 
 

@@ -233,3 +233,27 @@ def test_a_step_blocked_on_nothing_timed_meets_the_horizon(tmp_path: Path) -> No
     assert time.monotonic() - start < 30
     assert result.error is not None
     assert "still running at the world's horizon" in result.error
+
+
+def test_the_shared_clock_file_is_removed_after_the_run(tmp_path: Path) -> None:
+    """The file the step's processes read the clock from is gone once the run is over."""
+    named = tmp_path / "named"
+    script = _script(tmp_path, f'echo "$TESTBED_VTIME_SHM" > {named}\n')
+    result, _ = _run((str(script),))
+    assert result.error is None, result.error
+    path = Path(named.read_text().strip())
+    assert path.name.startswith("testbed-vtime-")
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("client", ["look_twice.py", "look_twice.mjs"])
+def test_python_and_node_clients_run_on_the_world_clock(client: str) -> None:
+    """urllib with time.sleep, and Node's fetch with setTimeout: looks exactly 10 s apart on the
+    platform clock, and the program measures 10 s between them with its own clock."""
+    if client.endswith(".mjs") and shutil.which("node") is None:
+        pytest.skip("no node")
+    result, _ = _run((str(Path(__file__).parent / "data" / "vtime" / client),))
+    assert result.verdict is not None, result.error
+    looks = _looks_ms(result)
+    assert looks == [_publish_ms(), _publish_ms() + 10_000]
+    assert result.verdict.reason.split()[3] in ("10.000", "10")

@@ -70,9 +70,10 @@ RULES: dict[str, frozenset[str]] = {
     "sim.cli": frozenset({"checks", "sim.config", "sim.runtime", "sim.checkcmd", "sim.checkload",
                           "sim.platform", "sim.publish", "sim.show", "sim.rollout", "sim.sweep",
                           "sim.hunt", "sim.twin"}),
+    # The API never imports the command line: both read sim.config.options (issue 31).
     "sim.api": frozenset({"checks", "sim.config", "sim.runtime", "sim.checkcmd", "sim.checkload",
                           "sim.platform", "sim.publish", "sim.kit", "sim.show", "sim.rollout",
-                          "sim.sweep", "sim.hunt", "sim.cli", "sim.twin"}),
+                          "sim.sweep", "sim.hunt", "sim.twin"}),
     "sim.__main__": frozenset({"sim.cli"}),
 }
 FRONT_DOORS = frozenset({"sim", "sim.api", "sim.__main__"})

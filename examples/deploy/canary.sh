@@ -17,25 +17,8 @@ set -euo pipefail
 LOOK_DELAY_S="${LOOK_DELAY_S:-10}"
 LOOKS="${LOOKS:-3}"
 WAIT_TIMEOUT_S="${WAIT_TIMEOUT_S:-60}"
-BASE="$FLY_API_HOSTNAME/v1/apps/$FLY_APP_NAME"
-
-api() {  # api METHOD PATH [BODY]: the JSON body on stdout; non-2xx: message on stderr, status 1
-  local method=$1 path=$2 body=${3:-} out status
-  out=$(curl -sS -X "$method" -H "Authorization: Bearer $FLY_API_TOKEN" \
-        -H 'Content-Type: application/json' ${body:+--data "$body"} \
-        -w '\n%{http_code}' "$BASE$path") || { echo "curl failed: $method $path" >&2; exit 2; }
-  status=${out##*$'\n'}
-  out=${out%$'\n'*}
-  if [[ $status != 2* ]]; then
-    echo "$method $path -> $status $(jq -r '.error // .' <<<"$out")" >&2
-    return 1
-  fi
-  printf '%s\n' "$out"
-}
-
-CRASHES='[.events[]? | select(.type == "exit" and .timestamp >= $p
-          and (.request.exit_event.requested_stop | not)
-          and ((.request.exit_event.exit_code // 0) != 0 or .request.exit_event.oom_killed))] | length'
+# shellcheck source=api.sh
+. "$(dirname "$0")/api.sh"
 
 healthy() {  # healthy ID SINCE_MS: "" if started with no crash since SINCE_MS, else why not
   local machine state crashes

@@ -35,7 +35,6 @@ from platform_testbed.sim.checkcmd.child import (
 from platform_testbed.sim.checkcmd.spec import (
     SPEC_PREFIX,
     CommandSpec,
-    add_arguments,
     make_spec,
     parse_spec,
     rules,
@@ -53,7 +52,7 @@ from platform_testbed.sim.checkcmd.wire import (
 __all__ = [
     "CLOSE_GRACE_S", "DEFAULT_TIMEOUT_S", "MAX_ANSWER_BYTES", "PROTOCOL", "SPEC_PREFIX",
     "STDERR_KEEP_BYTES", "STDERR_TAIL_LINES", "AnswerError", "CommandCheck", "CommandSpec",
-    "ExternalCheckError", "add_arguments", "close_all", "derive_name", "look_to_api",
+    "ExternalCheckError", "close_all", "derive_name", "look_to_api",
     "make_spec", "parse_answer", "parse_spec", "request_line", "rules", "schema",
     "split_command", "with_commands",
 ]

@@ -21,13 +21,12 @@ from platform_testbed.sim.checkcmd.wire import (
     request_line,
     shorten,
 )
+from platform_testbed.sim.config.options import option
 
-#: Per-call limit on one answer (assumed: generous for a check that only does arithmetic,
-#: yet short enough that a hung child costs one run seconds, not minutes).
-DEFAULT_TIMEOUT_S = 5.0
-#: The longest one answer may take (seconds): an hour. Past it a wait is a mistake, and a
-#: huge one (1e300) overflows the clock arithmetic that enforces it.
-MAX_TIMEOUT_S = 3600.0
+#: Per-call limit on one answer, and the longest one may take: the registry's
+#: ``check_cmd_timeout_s`` (sim.config.options, with why).
+DEFAULT_TIMEOUT_S = float(option("check_cmd_timeout_s").default or 0)
+MAX_TIMEOUT_S = float(option("check_cmd_timeout_s").most or 0)
 #: After stdin closes, how long a polite child gets to exit before it is killed.
 CLOSE_GRACE_S = 1.0
 #: The work one run may cost, whatever the count of its looks: the bytes of its requests

@@ -12,13 +12,13 @@ from typing import Any
 
 from platform_testbed.sim.checkcmd.check import (
     DEFAULT_TIMEOUT_S,
-    MAX_TIMEOUT_S,
     CommandCheck,
     derive_name,
     split_command,
 )
 from platform_testbed.sim.checkcmd.wire import PROTOCOL, is_number
-from platform_testbed.sim.config.settings import BadInput, seconds_rule
+from platform_testbed.sim.config.options import from_args, option
+from platform_testbed.sim.config.settings import BadInput
 
 #: How check lists spell a command check, e.g. ``cmd:node examples/checks/timestamp.js``.
 SPEC_PREFIX = "cmd:"
@@ -55,8 +55,8 @@ def make_spec(command: str, name: str | None = None, timeout_s: float = DEFAULT_
         raise BadInput(f"{where} {command!r}: cannot split it into words ({error})") from None
     if shutil.which(argv[0]) is None:
         raise BadInput(f"{where} {command!r}: no program {argv[0]!r} (not found, or not executable)")
-    seconds_rule("--check-cmd-timeout" if where == "--check-cmd" else f"{where} {command!r}: "
-                 "field 'timeout_s'", timeout_s, MAX_TIMEOUT_S)
+    option("check_cmd_timeout_s").check("--check-cmd-timeout" if where == "--check-cmd" else
+                                        f"{where} {command!r}: field 'timeout_s'", timeout_s)
     label = name or derive_name(argv)
     if not (label.strip() and label.isprintable()):
         # The name heads columns and labels one-line rows: a newline, ESC or bidi control
@@ -95,32 +95,6 @@ def parse_spec(text: str) -> CommandSpec:
     return make_spec(command, name, float(timeout_s), where="check")
 
 
-def add_arguments(parser: argparse.ArgumentParser, single: bool = False) -> None:
-    """Add ``--check-cmd``, ``--check-cmd-name`` and ``--check-cmd-timeout`` to a subcommand.
-
-    ``single``: the command takes exactly one check (hunt), and the help says so.
-    """
-    parser.add_argument(
-        "--check-cmd", action="append", default=[], metavar="COMMAND",
-        help="the check to hunt, run as a subprocess speaking JSON Lines "
-        "(the project's docs/check-protocol.md), instead of --check; exactly one" if single else
-        "a check run as a subprocess speaking JSON Lines (the project's docs/check-protocol.md); "
-        "runs beside the --check ones (alone when there are none); repeatable",
-    )
-    parser.add_argument(
-        "--check-cmd-name", action="append", default=[], metavar="NAME",
-        help="the --check-cmd check's name (default: its program, or the script an "
-        "interpreter runs)" if single else
-        "the name of the n-th --check-cmd (default: its program, or the script an "
-        "interpreter runs)",
-    )
-    parser.add_argument(
-        "--check-cmd-timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
-        help=f"the most one answer may take before the run's outcome is error "
-        f"(default {DEFAULT_TIMEOUT_S:g})",
-    )
-
-
 def with_commands(names: Sequence[str], args: argparse.Namespace) -> list[str]:
     """The check list with each ``--check-cmd`` appended as a ``cmd:`` entry.
 
@@ -134,12 +108,13 @@ def with_commands(names: Sequence[str], args: argparse.Namespace) -> list[str]:
         )
     if not commands:
         return list(names)
+    timeout = from_args("check_cmd_timeout_s", args)  # flag > TESTBED_CHECK_CMD_TIMEOUT_S > 5
     # Named checks alone replace the all-built-ins default, and so do commands: a user
     # asking for their command compares it with the built-ins they name.
     chosen = list(names)
     taken = {n for n in chosen if not n.startswith(SPEC_PREFIX)}
     for i, command in enumerate(commands):
-        spec = make_spec(command, labels[i] if i < len(labels) else None, args.check_cmd_timeout)
+        spec = make_spec(command, labels[i] if i < len(labels) else None, timeout)
         if spec.name in taken:
             raise BadInput(
                 f"--check-cmd {command!r}: another check is named {spec.name!r}; "
@@ -154,3 +129,13 @@ def rules(names: Sequence[str]) -> dict[str, str]:
     """A one-line rule for each ``cmd:`` entry of a check list, for tables of every check."""
     specs = [parse_spec(n) for n in names if n.startswith(SPEC_PREFIX)]
     return {s.name: f"the command `{shlex.join(s.command)}` (check protocol {PROTOCOL})" for s in specs}
+
+
+def with_timeout(names: Sequence[str], timeout_s: float | None) -> list[str]:
+    """The check list with every ``cmd:`` entry's timeout set to ``timeout_s`` (a flag's or
+    a variable's, which outrank a file's ``timeout_s``); the list as it is for None."""
+    if timeout_s is None:
+        return list(names)
+    specs = (parse_spec(n) if n.startswith(SPEC_PREFIX) else None for n in names)
+    return [n if s is None else CommandSpec(s.command, s.name, timeout_s).text()
+            for n, s in zip(names, specs, strict=True)]

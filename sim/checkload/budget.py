@@ -20,37 +20,23 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from platform_testbed.checks import BUILTIN_CHECKS, Check, Look
-from platform_testbed.checks.drive import MAX_LOOKS, CheckFailed
+from platform_testbed.checks.drive import CheckFailed
 from platform_testbed.checks.protocol import Step
-from platform_testbed.sim.config.settings import (
-    CHECK_TIMEOUT_ENV,
-    MAX_CHECK_TIMEOUT_S,
-    MAX_LOOKS_ENV,
-    env_limit,
-    env_number,
-    seconds_rule,
-    whole_rule,
-)
+from platform_testbed.sim.config.options import from_args, option, resolve
 from platform_testbed.sim.runtime.signals import Overtime, alarm_usable, under_alarm
 
-#: Wall-clock seconds one call of a check's ``next`` may take. Assumed: every built-in
-#: answers a look in well under a millisecond, a thousand-machine look in under a second.
-LOOK_TIMEOUT_S = 10.0
+_TIMEOUT, _LOOKS = option("check_timeout_s"), option("max_looks")
+#: Wall-clock seconds one call of a check's ``next`` may take, and looks per drive: the
+#: registry's defaults (sim.config.options, where their sources are).
+LOOK_TIMEOUT_S: float = float(_TIMEOUT.default or 0)
+MAX_LOOKS: int = int(_LOOKS.default or 0)
 #: The environment a command line reads for a limit its flag does not give.
-TIMEOUT_ENV, LOOKS_ENV = CHECK_TIMEOUT_ENV, MAX_LOOKS_ENV
+TIMEOUT_ENV, LOOKS_ENV = str(_TIMEOUT.env_name), str(_LOOKS.env_name)
 #: The classes that never get the wall-clock wrapper: they answer in microseconds, and two
 #: setitimer calls per look cost more than their answer (measured: ~8 % of the incident
 #: world's run). By class, not by module name: a user's module may be called anything.
 _BUILTIN_TYPES = frozenset(BUILTIN_CHECKS.values())
 
-
-
-def _timeout_rule(where: str, value: object) -> None:
-    seconds_rule(where, value, MAX_CHECK_TIMEOUT_S)
-
-
-def _looks_rule(where: str, value: object) -> None:
-    whole_rule(where, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +47,8 @@ class CheckBudget:
     max_looks: int = MAX_LOOKS
 
     def __post_init__(self) -> None:
-        _timeout_rule("timeout_s", self.timeout_s)
-        _looks_rule("max_looks", self.max_looks)
+        _TIMEOUT.check("timeout_s", self.timeout_s)
+        _LOOKS.check("max_looks", self.max_looks)
 
     def guard(self, check: Check) -> Check:
         """``check`` under the wall-clock limit: a wrapper, except for a built-in (itself)."""
@@ -114,39 +100,19 @@ class _Budgeted:
             ) from None
 
 
-def add_check_limits(*parsers: argparse.ArgumentParser) -> None:
-    """Add ``--check-timeout SECONDS`` and ``--max-looks N`` to subcommands."""
-    for parser in parsers:
-        parser.add_argument(
-            "--check-timeout", type=float, metavar="SECONDS",
-            help=f"wall-clock seconds a check may take to answer one look before its run "
-            f"ends as error (default {LOOK_TIMEOUT_S:g}, at most {MAX_CHECK_TIMEOUT_S:,g}; "
-            f"env {TIMEOUT_ENV})",
-        )
-        parser.add_argument(
-            "--max-looks", type=int, metavar="N",
-            help=f"looks a check may ask for without deciding before its run ends as error "
-            f"(default {MAX_LOOKS:,}; env {LOOKS_ENV})",
-        )
-
-
 def check_budget(
     args: argparse.Namespace, environ: Mapping[str, str] = os.environ
 ) -> CheckBudget:
     """The command line's budget: each flag, else its environment variable, else the default.
 
-    The door: a bad value is one line naming the flag or variable (exit 2), before any work.
-    Flag, variable and ``CheckBudget`` share one rule each (``sim.config.settings``:
-    ``seconds_rule`` up to ``MAX_CHECK_TIMEOUT_S``, ``whole_rule``).
+    The door: a bad value is one line naming the flag or variable (exit 2), before any work
+    (the registry's one precedence rule, ``sim.config.options.resolve``).
     """
-    timeout = getattr(args, "check_timeout", None)
-    if timeout is None:
-        timeout = env_number(TIMEOUT_ENV, LOOK_TIMEOUT_S, MAX_CHECK_TIMEOUT_S, environ)
-    else:
-        _timeout_rule("--check-timeout", timeout)
-    looks = getattr(args, "max_looks", None)
-    if looks is None:
-        looks = env_limit(LOOKS_ENV, MAX_LOOKS, environ)
-    else:
-        _looks_rule("--max-looks", looks)
-    return CheckBudget(timeout, looks)
+    return CheckBudget(from_args("check_timeout_s", args, environ=environ),
+                       from_args("max_looks", args, environ=environ))
+
+
+def environment_budget(environ: Mapping[str, str] = os.environ) -> CheckBudget:
+    """The budget where no flag or parameter gives one: each variable, else the default."""
+    return CheckBudget(resolve("check_timeout_s", environ=environ),
+                       resolve("max_looks", environ=environ))

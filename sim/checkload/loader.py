@@ -38,7 +38,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from platform_testbed.checks import BUILTIN_CHECKS, Check
 from platform_testbed.checks.drive import check_name
 from platform_testbed.checks.options import Range, declared_range, problem
-from platform_testbed.sim import checkcmd
+from platform_testbed.sim.config.rules import did_you_mean
 from platform_testbed.sim.config.scenario import BadInput
 
 Source = Literal["default", "scenario", "recording", "--check-opt"]
@@ -235,13 +235,16 @@ def _user_target(spec: str, door: str) -> _Target:
 def _target(spec: str, door: str) -> _Target:
     if spec in BUILTIN_CHECKS:
         return _class_target(spec, BUILTIN_CHECKS[spec], spec, door)
+    from platform_testbed.sim import checkcmd  # noqa: PLC0415 -- past the built-ins: a child's code
+
     if spec.startswith(checkcmd.SPEC_PREFIX):
         command = checkcmd.parse_spec(spec)
         return _Target(spec, command.name, None, command.build, door)
     if ":" in spec:
         return _user_target(spec, door)
     known = ", ".join(BUILTIN_CHECKS)
-    raise BadInput(f"{door} {spec!r}: unknown check (built-in: {known})")
+    raise BadInput(f"{door} {spec!r}: unknown check{did_you_mean(spec, BUILTIN_CHECKS)} "
+                   f"(built-in: {known})")
 
 
 def _finish(target: _Target, check: Check) -> Check:
@@ -297,24 +300,44 @@ def _adapter(hint: Any) -> TypeAdapter[Any]:
         return TypeAdapter(hint)
 
 
-def _scoped(extra: Mapping[str, Any], targets: Sequence[_Target]) -> list[dict[str, Any]]:
-    """Each target's ``--check-opt`` values; BadInput for an option nobody takes."""
+#: The longest list of the chosen checks' options a message spells out (six checks' 26
+#: fields made a 700-character line); past it, a count and one check's as an example.
+_LISTED = 120
+
+
+def _scoped(extra: Mapping[str, Any], targets: Sequence[_Target],
+            where: str = "--check-opt") -> list[dict[str, Any]]:
+    """Each target's ``--check-opt`` values; BadInput for an option nobody takes, with the
+    nearest name there is (one line: never every check's every field)."""
     names = {t.name for t in targets}
     mine: list[dict[str, Any]] = [{} for _ in targets]
+
+    def named(key: str) -> str:  # the flag's item, or the API's key (a parameter's, quoted)
+        return f"options {key!r}" if where == "options" else f"{where} {key}"
+
     for key, value in extra.items():
         owner, dot, field = key.rpartition(".")
         if dot and owner not in names:
-            raise BadInput(f"--check-opt {key}: no chosen check is named {owner!r} "
-                           f"(chosen: {', '.join(sorted(names))})")
+            raise BadInput(f"{named(key)}: no chosen check is named {owner!r}"
+                           f"{did_you_mean(owner, names)} (chosen: {', '.join(sorted(names))})")
         chosen = [i for i, t in enumerate(targets) if not dot or t.name == owner]
         takers = [i for i in chosen
                   if targets[i].fields is None or field in {f.name for f in targets[i].fields or ()}]
         if not takers:
-            fields = "; ".join(
-                f"{targets[i].name}: {', '.join(f.name for f in targets[i].fields or ()) or 'none'}"
-                for i in chosen
-            )
-            raise BadInput(f"--check-opt {field}: no chosen check has this option ({fields})")
+            declared = sorted({f.name for i in chosen for f in targets[i].fields or ()})
+            hint = did_you_mean(field, declared)
+            near = hint.removeprefix(" (did you mean ").removesuffix("?)")
+            who = [targets[i].name for i in chosen if near in {f.name for f in targets[i].fields or ()}]
+            listed = "; ".join(f"{targets[i].name}: "
+                               f"{', '.join(f.name for f in targets[i].fields or ()) or 'none'}"
+                               for i in chosen)
+            first = next((targets[i] for i in chosen if targets[i].fields), None)
+            example = "" if first is None else (
+                f", e.g. {first.name}: {', '.join(f.name for f in first.fields or ())}")
+            said = (f"{hint[:-1]}; {', '.join(who)} take{'s' if len(who) == 1 else ''} it)" if hint else
+                    f" ({listed})" if len(listed) <= _LISTED else
+                    f" ({len(declared)} options in all, each a field of its check{example})")
+            raise BadInput(f"{named(field)}: no chosen check has this option{said}")
         for i in takers:
             mine[i][field] = value
     return mine
@@ -410,7 +433,7 @@ def _build_all(names: Sequence[str], table: ScenarioOptions,
     targets = [_target(spec, door) for spec in names or list(BUILTIN_CHECKS)]
     built = [
         _build(t, table, mine)
-        for t, mine in zip(targets, _scoped(extra or {}, targets), strict=True)
+        for t, mine in zip(targets, _scoped(extra or {}, targets, _options_door(door)), strict=True)
     ]
     seen: dict[str, str] = {}
     for loaded in built:
@@ -420,6 +443,12 @@ def _build_all(names: Sequence[str], table: ScenarioOptions,
                            f"({seen[name]}) is also named {name!r}; names must differ")
         seen[name] = loaded.setup.spec
     return built
+
+
+def _options_door(door: str) -> str:
+    """Where the options came from, named as the check names' door names its list: the
+    command line's ``--check-opt``, or the API's ``options`` (``door`` ``checks``)."""
+    return "options" if door == "checks" else "--check-opt"
 
 
 def load_checks(

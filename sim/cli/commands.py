@@ -14,18 +14,16 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from functools import partial
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from platform_testbed.checks import BUILTIN_CHECKS, Check
-from platform_testbed.sim import checkcmd
 from platform_testbed.sim.checkload.budget import CheckBudget, check_budget
 from platform_testbed.sim.checkload.loader import build_checks, load_checks, setups
 from platform_testbed.sim.cli import expect, twinopts
 from platform_testbed.sim.cli.checkopts import check_options
 from platform_testbed.sim.cli.compareopts import (
     INLINE_RUNS,
-    MAX_RUNS,
-    RUNS_ENV,
     check_outputs,
     details,
     expect_sets,
@@ -33,21 +31,56 @@ from platform_testbed.sim.cli.compareopts import (
     failed_on,
 )
 from platform_testbed.sim.cli.pool import seed_runner
-from platform_testbed.sim.config import scenario
+from platform_testbed.sim.config import options, scenario
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
+from platform_testbed.sim.config.rules import did_you_mean
 from platform_testbed.sim.config.scenario import BadInput
-from platform_testbed.sim.config.settings import at_most, env_limit, first_seed, seed_range
+from platform_testbed.sim.config.settings import first_seed, seed_range
 from platform_testbed.sim.publish.compare import SCHEMA_VERSION, compare
 from platform_testbed.sim.publish.recording import Recorder, load_recordings, replay_all, replay_json
 from platform_testbed.sim.publish.world import run
 from platform_testbed.sim.runtime import installs
-from platform_testbed.sim.show import junit, report
+from platform_testbed.sim.show import report
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
 # As in sim.cli.parser (which cannot be imported from here: it imports this module).
 EXIT_OK, EXIT_EXPECTATION = 0, 1
+
+
+def _with_commands(names: list[str], args: argparse.Namespace) -> list[str]:
+    """The check list with each --check-cmd as a ``cmd:`` entry; the check commands' module
+    (their process code) loads only when the command line names one."""
+    if not (args.check_cmd or args.check_cmd_name):
+        return list(names)
+    from platform_testbed.sim import checkcmd  # noqa: PLC0415 -- see the docstring
+
+    return checkcmd.with_commands(names, args)
+
+
+def _command_rules(names: list[str]) -> dict[str, str]:
+    if not any(n.startswith("cmd:") for n in names):
+        return {}
+    from platform_testbed.sim import checkcmd  # noqa: PLC0415 -- see _with_commands
+
+    return checkcmd.rules(names)
+
+
+def _junit_path(args: argparse.Namespace) -> Path | None:
+    """``--junit``'s path, judged before any work; the report's module loads only for one."""
+    if args.junit is None:
+        return None
+    from platform_testbed.sim.show import junit  # noqa: PLC0415 -- xml.etree: only for a report
+
+    return junit.checked(args)
+
+
+def _write_junit(path: Path | None, suites: Callable[[Any], list[Any]]) -> None:
+    if path is not None:
+        from platform_testbed.sim.show import junit  # noqa: PLC0415 -- see _junit_path
+
+        junit.write(path, suites(junit))
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -95,14 +128,16 @@ def cmd_series(args: argparse.Namespace) -> int:
 
     budget = check_budget(args)
     specs = args.check or ["count", "timestamp"]
-    names = [getattr(c, "name", "") for c in load_checks(specs, {})]
-    result = run_series(args.series, specs, budget)
+    extra = check_options(args.check_opt)
+    names = [getattr(c, "name", "") for c in load_checks(specs, {}, extra)]
+    result = run_series(args.series, specs, budget, sets=args.set, extra=extra)
     if args.json:
         print(json.dumps({
             "schema_version": 1,
             "series": result.name,
             "publishes": [
                 {"label": p.label, "scenario": p.scenario.name, "seed": p.seed,
+                 "truth": p.scenario.truth,
                  "outcomes": {r.check: r.outcome for r in p.results},
                  "late_failure_at_s": {r.check: r.late_failure_at_s for r in p.results}}
                 for p in result.publishes
@@ -147,13 +182,13 @@ def _ticking(seeds: Iterable[int], tick: Callable[[int], None]) -> Iterator[int]
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run the checks side by side in the same world(s)."""
     budget = check_budget(args)
-    at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
+    options.from_args("runs", args)  # 1 to the run limit (TESTBED_MAX_RUNS raises it)
     gate = fail_on(args.fail_on, scenario.OUTCOMES)
     loaded = scenario.load(args.scenario, [*args.set, *expect_sets(args.expect, scenario.OUTCOMES)])
     # Every output path is judged before the first world runs: a bad one costs nothing.
     check_outputs(args)
-    args.junit = junit.checked(args)
-    names_asked = checkcmd.with_commands(args.check, args)
+    args.junit = _junit_path(args)
+    names_asked = _with_commands(args.check, args)
     steps = twinopts.steps(args)
     twinopts.bound_wall(steps, args.runs, "run(s)")
     # A real process alone replaces the all-built-ins default, as a --check-cmd does.
@@ -172,7 +207,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for key in loaded.expect:
         if key not in BUILTIN_CHECKS and key not in rows:
             # A hunt's found file expects the user's check, which is not built in: say how.
-            raise BadInput(f"expect.{key}: unknown check (built-in: {', '.join(BUILTIN_CHECKS)}; "
+            raise BadInput(f"expect.{key}: unknown check{did_you_mean(key, [*BUILTIN_CHECKS, *rows])} "
+                           f"(built-in: {', '.join(BUILTIN_CHECKS)}; "
                            f"running: {', '.join(rows)}); a check of your own runs with --check "
                            f"FILE.py:NAME or package.module:NAME")
     seed = loaded.seed if args.seed is None else args.seed
@@ -194,7 +230,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                          setups=setups(built), keep_runs=keep, on_run=on_run, budget=budget,
                          steps=rows_run, runner=runner)
     twinopts.report_timings(steps)
-    junit.write(args.junit, [junit.compare_suite(result, fail_on=gate)])
+    _write_junit(args.junit, lambda junit: [junit.compare_suite(result, fail_on=gate)])
     if args.record:
         recorder.save(args.record, args.force)
         print(f"looks recorded to {args.record}", file=sys.stderr)
@@ -209,7 +245,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(report.summary(result, debug=args.debug))
         if text := report.expectations(result):
             print(text)
-    gated = failed_on(result.summary, gate)
+    gated = failed_on(result.summary, gate, [s.name for s in steps])
     for line in gated:
         print(line, file=sys.stderr)
     return EXIT_EXPECTATION if result.expectations_failed or gated else EXIT_OK
@@ -233,13 +269,13 @@ def write_timeline(
 def cmd_replay(args: argparse.Namespace) -> int:
     """Feed recorded looks (simulator or real Fly Machines API JSON) to checks."""
     budget = check_budget(args)
-    args.junit = junit.checked(args)
+    args.junit = _junit_path(args)
     wanted = expect.parse(args.expect)
     recordings = load_recordings(args.recording, args.at_ms, args.publish_ms)
-    rows = replay_all(recordings, checkcmd.with_commands(args.check, args),
+    rows = replay_all(recordings, _with_commands(args.check, args),
                       check_options(args.check_opt), budget)
     misses = expect.judge(wanted, rows)
-    junit.write(args.junit, [junit.replay_suite(args.recording, rows, misses)])
+    _write_junit(args.junit, lambda junit: [junit.replay_suite(args.recording, rows, misses)])
     if args.json:
         document = expect.annotate(replay_json(args.recording, rows), wanted, misses)
         print(json.dumps(document, separators=(",", ":")))
@@ -251,11 +287,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_checks(args: argparse.Namespace) -> int:
     """The built-in checks × shipped scenarios table (Markdown), as in the README."""
     budget = check_budget(args)
-    at_most("--runs", args.runs, env_limit(RUNS_ENV, MAX_RUNS), RUNS_ENV)
-    args.junit = junit.checked(args)
+    options.from_args("runs", args, command="checks")
+    if args.seed is not None:
+        first_seed(args.seed)
+    args.junit = _junit_path(args)
     reports = []
     asked = args.check or (list(BUILTIN_CHECKS) if args.check_cmd else [])
-    names = checkcmd.with_commands(asked, args)
+    names = _with_commands(asked, args)
     extra = check_options(args.check_opt)
     shipped = scenario.shipped()
     # --check-http/--deploy-cmd: a row each beside the checks', in every scenario's worlds.
@@ -265,21 +303,22 @@ def cmd_checks(args: argparse.Namespace) -> int:
     bar, tick = _seeds_bar(len(shipped) * args.runs, "checks", wall_clock=bool(steps))
     with bar or nullcontext():
         for name in shipped:
-            loaded = scenario.load(name)
+            loaded = scenario.load(name, args.set)
             built = build_checks(names, loaded.check, extra)
             twinopts.check_against(steps, [b.setup.name for b in built], args)
             runner = seed_runner(args, loaded, names, extra, budget, progress=tick)
-            seeds: Iterable[int] = range(loaded.seed, loaded.seed + args.runs)
+            first = loaded.seed if args.seed is None else args.seed
+            seeds: Iterable[int] = seed_range("--runs", first, args.runs)
             if tick is not None and runner is None:
                 seeds = _ticking(seeds, tick)
             reports.append(compare(loaded, [b.check for b in built], seeds, setups=setups(built),
                                    keep_runs=bool(args.junit), budget=budget, steps=steps,
-                                   runner=runner))
+                                   runner=runner, with_readings=False))  # the table shows none
             rules = {b.setup.name: _rule(b.check) for b in built}
-    rules |= checkcmd.rules(names)  # --check-cmd rows: the command is their rule
+    rules |= _command_rules(names)  # --check-cmd rows: the command is their rule
     rules |= twinopts.rules(steps)  # and a process's rows: its command
     twinopts.report_timings(steps)
-    junit.write(args.junit, [junit.compare_suite(r, "checks") for r in reports])
+    _write_junit(args.junit, lambda junit: [junit.compare_suite(r, "checks") for r in reports])
     if args.json:
         summary = {
             r.scenario: {check: counts.to_json() for check, counts in r.summary.items()}

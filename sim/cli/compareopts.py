@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
-import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from platform_testbed.sim.cli.checkopts import Adder
+from platform_testbed.sim.config import options
+from platform_testbed.sim.config.rules import did_you_mean
 from platform_testbed.sim.config.settings import BadInput
-from platform_testbed.sim.runtime.outputs import check_image, check_output, replacing
 
 if TYPE_CHECKING:  # the model loads with the first run, not with the parser's options
     from platform_testbed.sim.publish.compare import SeedRun
 
-#: The most seeds one compare or checks runs: at about 5 ms a world with six checks, a
-#: million is hours; more is a typo (--runs 1000000000). Raise it with TESTBED_MAX_RUNS.
-MAX_RUNS, RUNS_ENV = 1_000_000, "TESTBED_MAX_RUNS"
+#: The most seeds one compare or checks runs: the registry's ``max_runs`` (with why).
+MAX_RUNS, RUNS_ENV = options.limit("max_runs", {}), str(options.option("max_runs").env_name)
 #: Up to this many runs, compare --json lists every run inline (as it always has); past it
 #: the runs are summarised, and --details FILE.jsonl streams them.
 INLINE_RUNS = 10
@@ -37,7 +36,10 @@ def details(
     if not path:
         yield None
         return
+    import json  # noqa: PLC0415 -- only for --details
+
     from platform_testbed.sim.publish.compare import run_json  # noqa: PLC0415 -- see SeedRun
+    from platform_testbed.sim.runtime.outputs import check_output, replacing  # noqa: PLC0415
 
     target = check_output("--details", Path(path), force)
     with replacing(target) as handle:
@@ -50,6 +52,7 @@ def details(
 
 def check_outputs(args: argparse.Namespace) -> None:
     """Every output path compare writes, judged before the first world runs."""
+    from platform_testbed.sim.runtime.outputs import check_image, check_output  # noqa: PLC0415
     for option, path in (("--record", args.record), ("--details", args.details)):
         if path:
             check_output(option, Path(path), args.force)
@@ -57,7 +60,7 @@ def check_outputs(args: argparse.Namespace) -> None:
         check_image("--timeline", Path(args.timeline), args.force)
 
 
-def add_output_options(comp: argparse.ArgumentParser) -> None:
+def add_output_options(comp: Adder) -> None:
     """compare's outputs: --timeline, --record, --details, --summary and --force."""
     comp.add_argument(
         "--timeline", metavar="FILE.png",
@@ -79,7 +82,7 @@ def add_output_options(comp: argparse.ArgumentParser) -> None:
                       help="write to a device or through a symlink at --record/--timeline/--details/--junit")
 
 
-def add_gate_options(comp: argparse.ArgumentParser, expect: bool = True) -> None:
+def add_gate_options(comp: Adder, expect: bool = True) -> None:
     """The CI gate: ``--expect CHECK=OUTCOME`` (compare) and ``--fail-on OUTCOME[,OUTCOME...]``."""
     if expect:
         comp.add_argument(
@@ -92,7 +95,8 @@ def add_gate_options(comp: argparse.ArgumentParser, expect: bool = True) -> None
     comp.add_argument(
         "--fail-on", action="append", default=[], metavar="OUTCOME[,OUTCOME...]",
         help="exit 1 if any run of any check ends in one of these outcomes, e.g. "
-        "error,undecided,missed (repeatable; JUnit: a failure, or an error for `error`)",
+        "error,undecided,missed (repeatable; JUnit: a failure, or an error for `error`); a "
+        "--check-http/--deploy-cmd row that ends in error fails the gate without it",
     )
 
 
@@ -113,7 +117,8 @@ def expect_sets(items: list[str], outcomes: tuple[str, ...]) -> list[str]:
             raise BadInput(f"--expect {item!r}: a check's name has no dot (a --check-http or "
                            "--deploy-cmd row is named like http-timestamp)")
         if outcome not in outcomes:
-            raise BadInput(f"--expect {item!r}: the outcome must be one of {', '.join(outcomes)}")
+            raise BadInput(f"--expect {item!r}: the outcome must be one of {', '.join(outcomes)}"
+                           f"{did_you_mean(outcome, outcomes)}")
         sets.append(f"expect.{check}={outcome}")
     return sets
 
@@ -123,19 +128,32 @@ def fail_on(items: list[str], outcomes: tuple[str, ...]) -> frozenset[str]:
     chosen = {word.strip() for item in items for word in item.split(",") if word.strip()}
     for word in sorted(chosen):
         if word not in outcomes:
-            near = difflib.get_close_matches(word, outcomes, n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
-            raise BadInput(f"--fail-on {word!r}: not an outcome{hint}; one of {', '.join(outcomes)}")
+            raise BadInput(f"--fail-on {word!r}: not an outcome{did_you_mean(word, outcomes)}; one "
+                           f"of {', '.join(outcomes)}")
     if items and not chosen:
         raise BadInput("--fail-on: name at least one outcome")
     return frozenset(chosen)
 
 
-def failed_on(summary: Mapping[str, Any], outcomes: frozenset[str]) -> list[str]:
-    """One line per check and outcome named by ``--fail-on`` that happened: what fails the gate."""
+#: What fails the gate of a real process's row without ``--fail-on``: a process that timed
+#: out, was killed or could not start never judged the release, and CI must not go green.
+PROCESS_GATE = frozenset({"error"})
+
+
+def failed_on(summary: Mapping[str, Any], outcomes: frozenset[str],
+              processes: Collection[str] = ()) -> list[str]:
+    """One line per check and outcome named by ``--fail-on`` that happened: what fails the gate.
+
+    A row of ``processes`` (--check-http/--deploy-cmd) that ends in ``error`` fails it too,
+    named or not (``PROCESS_GATE``).
+    """
     lines = []
     for check, counts in summary.items():
         runs = sum(counts.to_json().values())
         lines += [f"--fail-on: {check} {outcome} in {counts.count(outcome)} of {runs} run(s)"
                   for outcome in sorted(outcomes) if counts.count(outcome)]
+        if check in processes:
+            lines += [f"{check}: {outcome} in {counts.count(outcome)} of {runs} run(s) (a "
+                      f"process row that ends in {outcome} fails the gate; its reason says why)"
+                      for outcome in sorted(PROCESS_GATE - outcomes) if counts.count(outcome)]
     return lines

@@ -16,9 +16,6 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from platform_testbed.checks import BUILTIN_CHECKS
-from platform_testbed.sim.config.shipped import shipped, shipped_rollouts, shipped_series, shipped_sweeps
-
 SHELLS = ("bash", "zsh", "fish")
 #: What a user sources, per shell (README "Shell completion").
 HOW = {
@@ -30,30 +27,35 @@ HOW = {
 Completer = Callable[..., Iterable[str]]
 
 
-def _names(shipped: Callable[[], Iterable[str]]) -> Completer:
-    """Shipped names, then ``.toml`` files and folders under the prefix typed so far."""
+def _names(kind: str) -> Completer:
+    """Shipped names (``sim.config.shipped``'s function ``kind``), then ``.toml`` files and
+    folders under the prefix typed so far."""
 
     def complete(prefix: str, **_: Any) -> list[str]:
         from argcomplete.completers import FilesCompleter  # noqa: PLC0415 -- only when asked
 
-        names = [n for n in shipped() if n.startswith(prefix)]
+        from platform_testbed.sim.config import shipped  # noqa: PLC0415 -- importlib.resources: a Tab's
+
+        names = [n for n in getattr(shipped, kind)() if n.startswith(prefix)]
         return names + [str(p) for p in FilesCompleter(("toml",))(prefix)]
 
     return complete
 
 
 def _checks(prefix: str, **_: Any) -> list[str]:
+    from platform_testbed.checks import BUILTIN_CHECKS  # noqa: PLC0415 -- only for a Tab on --check
+
     return [name for name in BUILTIN_CHECKS if name.startswith(prefix)]
 
 
 #: (subcommand, argument dest) -> completer. A dest no subcommand has is a test failure.
 COMPLETERS: dict[tuple[str, str], Completer] = {
-    ("compare", "scenario"): _names(shipped),
-    ("hunt", "scenario"): _names(shipped),
-    ("rollout", "scenario"): _names(shipped_rollouts),
-    ("lint-timing", "config"): _names(shipped_rollouts),
-    ("sweep", "sweep"): _names(shipped_sweeps),
-    ("series", "series"): _names(shipped_series),
+    ("compare", "scenario"): _names("shipped"),
+    ("hunt", "scenario"): _names("shipped"),
+    ("rollout", "scenario"): _names("shipped_rollouts"),
+    ("lint-timing", "config"): _names("shipped_rollouts"),
+    ("sweep", "sweep"): _names("shipped_sweeps"),
+    ("series", "series"): _names("shipped_series"),
     **{(command, "check"): _checks for command in ("compare", "replay", "checks", "series", "hunt")},
 }
 
@@ -95,7 +97,8 @@ def add_completion_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Print the script that makes SHELL complete testbed's subcommands,\n"
         "options, scenario names and check names.",
         # Raw, so each shell's line stays a line of its own (argparse refills paragraphs).
-        epilog="to install it:\n" + "\n".join(f"  {HOW[s]}" for s in SHELLS),
+        epilog="examples:\n  testbed completion bash\n  testbed completion zsh > _testbed"
+        "\n\nto install it:\n" + "\n".join(f"  {HOW[s]}" for s in SHELLS),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("shell", choices=SHELLS, help="the shell to complete in")

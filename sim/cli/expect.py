@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from platform_testbed.sim.config.rules import did_you_mean
 from platform_testbed.sim.config.settings import BadInput
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 VERDICTS = ("pass", "fail", "none")
 
 
-def add_argument(parser: argparse.ArgumentParser) -> None:
+def add_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """Add ``--expect CHECK=VERDICT`` (repeatable) to ``replay``."""
     parser.add_argument("--expect", action="append", default=[], metavar="CHECK=VERDICT",
                         help="every run CHECK replays must end in VERDICT (pass, fail or none: no "
@@ -31,7 +32,8 @@ def parse(items: Sequence[str]) -> dict[str, str]:
         if not sep or not check:
             raise BadInput(f"--expect {item!r}: expected CHECK=VERDICT")
         if verdict not in VERDICTS:
-            raise BadInput(f"--expect {item!r}: the verdict must be one of {', '.join(VERDICTS)}")
+            raise BadInput(f"--expect {item!r}: the verdict must be one of {', '.join(VERDICTS)}"
+                           f"{did_you_mean(verdict, VERDICTS)}")
         if wanted.get(check, verdict) != verdict:
             raise BadInput(f"--expect {item!r}: {check} is already expected to {wanted[check]}")
         wanted[check] = verdict

@@ -7,13 +7,16 @@ import json
 import shlex
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from platform_testbed.checks.drive import check_name
 from platform_testbed.sim import checkcmd
 from platform_testbed.sim.cli import twinopts
-from platform_testbed.sim.cli.checkopts import add_check_option
+from platform_testbed.sim.cli.checkopts import check_options
+from platform_testbed.sim.config.options import HUNT_SCENARIO, option
+from platform_testbed.sim.config.rules import did_you_mean
 from platform_testbed.sim.config.settings import BadInput, first_seed
 from platform_testbed.sim.runtime.signals import reraise_pending
 from platform_testbed.sim.show import junit
@@ -24,20 +27,21 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
 
-    from platform_testbed.sim.hunt.search import HuntResult
+    from platform_testbed.sim.config.scenario import Scenario
+    from platform_testbed.sim.hunt.search import CheckFactory, HuntResult
+    from platform_testbed.sim.twin.step import ProcessStep
 
 
 EXIT_NOTHING_FOUND, EXIT_FOUND = 0, 1
 #: Version of the ``--json`` document (sim/schemas/hunt.schema.json).
 SCHEMA_VERSION = 1
-#: The most worlds one round may try: a hunt at this budget takes minutes per round on one
-#: core; past it a run of `testbed sweep` over the axes of interest is the better tool.
-MAX_BUDGET = 100_000
-#: Worlds tried per round by default: enough, on the shipped scenarios, for each built-in
-#: check's blind spots around the base (measured: README "Hunting for the worlds ...").
-DEFAULT_BUDGET = 200
-DEFAULT_SCENARIO = "sept25-crash-loop"
+#: The registry's (sim.config.options, with why): worlds per round, and the base world.
+MAX_BUDGET = int(option("budget").most or 0)
+DEFAULT_BUDGET = int(option("budget").default or 0)
+DEFAULT_SCENARIO = HUNT_SCENARIO
 DEFAULT_OUT = "hunt-out"
+#: What ``--fail-on`` may name for a hunt: a world found makes the gate fail.
+GATES = ("found",)
 
 
 #: Below these widths the bar drops the round's description, then the elapsed time (and
@@ -96,45 +100,6 @@ def hunt_progress(name: str, console: Console, disable: bool = False) -> Progres
     )
 
 
-def add_hunt_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``hunt`` to the ``testbed`` subcommands; its handler returns an exit status."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "hunt",
-        help="search the worlds for the ones where a check's verdict is wrong",
-        description="Search the space of worlds around a scenario with hypothesis for worlds "
-        "where the check's verdict disagrees with the ground truth (missed, false_alarm, "
-        "undecided, error); shrink each kind to its smallest world and write it as a scenario "
-        "file with an [expect] table, which `testbed compare FILE --check NAME` reproduces.",
-        epilog="exit status: 0 nothing found, 1 found at least one world, 2 bad input",
-    )
-    # Appended, not stored: a second --check would otherwise replace the first in silence;
-    # kept as a list, it is refused in _check_spec with the count.
-    add_check_option(parser, what="the check to hunt: a built-in name",
-                     note="or give one --check-cmd instead", how="exactly one")
-    checkcmd.add_arguments(parser, single=True)
-    twinopts.add_arguments(parser, where="hunt takes one --check-http (and no --check)")
-    parser.add_argument("--scenario", default=DEFAULT_SCENARIO,
-                        help=f"the base world: a shipped name or a .toml path (default {DEFAULT_SCENARIO})")
-    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a value of the base world, e.g. --set truth=crash "
-                        "(the ground truth; repeatable)")
-    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, metavar="N",
-                        help=f"worlds tried per search round, 1 to {MAX_BUDGET:,} (default "
-                        f"{DEFAULT_BUDGET}); a hunt runs one round per kind found, plus one")
-    parser.add_argument("--seed", type=int, default=0, metavar="K",
-                        help="hypothesis' seed: the same seed writes the same files (default 0)")
-    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                        help=f"folder for the scenario files, created if missing (default {DEFAULT_OUT}/)")
-    parser.add_argument("--force", action="store_true",
-                        help="write into a --out folder that holds an earlier hunt's files "
-                        "(and --junit to a device or through a symlink)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    junit.add_argument(parser)
-    parser.set_defaults(handler=cmd_hunt)
-    return parser
-
-
 def _check_spec(args: argparse.Namespace) -> tuple[str, str]:
     """The one check to hunt, as a check-list entry, and how a command line names it."""
     names = checkcmd.with_commands(args.check, args)
@@ -150,9 +115,11 @@ def _check_spec(args: argparse.Namespace) -> tuple[str, str]:
     return spec, arg
 
 
-def hunt_suite(result: HuntResult, paths: list[Path], check_arg: str) -> junit.Suite:
-    """The hunt as JUnit: a failure per wrong-verdict world found (its file reproduces it), an
-    error per world where the check gave no verdict, or one passing case when none was found."""
+def hunt_suite(result: HuntResult, paths: list[Path], check_arg: str, fail: bool = False) -> junit.Suite:
+    """The hunt as JUnit: a case per world found (its file reproduces it), or one passing case
+    when none was found. A found world is ``skipped`` (reported, green in a JUnit publisher)
+    unless ``fail`` (``--fail-on found``): then a failure, or an error where the check gave
+    no verdict."""
     classname = f"testbed.hunt.{result.base.name}"
     if not result.found:
         return junit.Suite(f"hunt {result.check}", (junit.Case(
@@ -164,12 +131,26 @@ def hunt_suite(result: HuntResult, paths: list[Path], check_arg: str) -> junit.S
         said = f"{found.outcome}: {found.diagnosis} ({found.why})"
         detail = f"{found.reason}\nreproduce: {again}"
         name = f"{result.check} [{path.stem}]"
-        if found.outcome == "error":
+        if not fail:
+            cases.append(junit.Case(classname, name, skipped=f"found (not failed without --fail-on "
+                                    f"found): {said}; reproduce: {again}", output=detail))
+        elif found.outcome == "error":
             cases.append(junit.Case(classname, name, error=f"{found.reason or 'no reason given'}",
                                     error_detail=detail, output=said))
         else:
             cases.append(junit.Case(classname, name, said, detail, output=found.reason))
     return junit.Suite(f"hunt {result.check}", tuple(cases))
+
+
+def _gate(items: list[str]) -> bool:
+    """``--fail-on found``: whether a found world is a JUnit failure; BadInput for another word."""
+    words = {w.strip() for item in items for w in item.split(",") if w.strip()}
+    for word in sorted(words - set(GATES)):
+        raise BadInput(f"--fail-on {word!r}: a hunt fails on {', '.join(GATES)}"
+                       f"{did_you_mean(word, GATES)}")
+    if items and not words:
+        raise BadInput("--fail-on: name at least one outcome")
+    return bool(words)
 
 
 def cmd_hunt(args: argparse.Namespace) -> int:
@@ -185,24 +166,16 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     if not 1 <= args.budget <= MAX_BUDGET:
         raise BadInput(f"--budget: must be from 1 to {MAX_BUDGET:,} (got {args.budget})")
     first_seed(args.seed)
-    limits = check_budget(args)  # TESTBED_CHECK_TIMEOUT_S / TESTBED_MAX_LOOKS (hunt has no flags)
+    fail = _gate(args.fail_on)
+    limits = check_budget(args)  # --check-timeout/--max-looks > TESTBED_* > the defaults
+    extra = check_options(args.check_opt)
     try:
         base = scenario.load(args.scenario)
     except BadInput as error:
         raise BadInput(f"--scenario: {error}") from None
     if args.sets:  # its own message: the file was good, a --set was not
         base = scenario.load(args.scenario, args.sets)
-    step = twinopts.hunted(args)  # a --check-http process, if that is what is hunted
-    if step is None:
-        spec, check_arg = _check_spec(args)
-    else:  # the spec's check only gives the simulator's trace of a wrong world
-        spec, check_arg = twinopts.HUNT_TRACE_CHECK, f"--check-http {shlex.quote(shlex.join(step.argv))}"
-    from platform_testbed.sim.hunt.search import SpecChecks  # noqa: PLC0415 -- see the imports
-
-    checks = SpecChecks(spec)
-    name = check_name(checks(base.check.model_dump()))  # builds it once: a bad check stops here
-    if step is not None:
-        name = step.name
+    step, check_arg, checks, name = _hunted(args, base, extra)
     out = Path(args.out)
     check_out_dir(args.out, force=args.force)
     args.junit = junit.checked(args)
@@ -225,7 +198,7 @@ def cmd_hunt(args: argparse.Namespace) -> int:
     # exception (sim.runtime.signals._pending): ask before writing, and before saying we are done.
     reraise_pending()
     paths = write_found(result, out, check_arg)
-    junit.write(args.junit, [hunt_suite(result, paths, check_arg)])
+    junit.write(args.junit, [hunt_suite(result, paths, check_arg, fail)])
     elapsed = time.perf_counter() - started
     if args.json:
         document = {"schema_version": SCHEMA_VERSION, **summary(result, paths)}
@@ -235,3 +208,34 @@ def cmd_hunt(args: argparse.Namespace) -> int:
         errors.print(f"{len(paths)} file(s) in {out}/ ({elapsed:.1f} s)", highlight=False)
     reraise_pending()
     return EXIT_FOUND if result.found else EXIT_NOTHING_FOUND
+
+
+def _hunted(args: argparse.Namespace, base: Scenario, extra: dict[str, Any]
+            ) -> tuple[ProcessStep | None, str, CheckFactory, str]:
+    """What is hunted: the process (if a --check-http), how a command line names it, the
+    factory of its check per world, and its name; a bad check stops here, before any world."""
+    from platform_testbed.sim.hunt.search import SpecChecks  # noqa: PLC0415 -- see the imports
+
+    step = twinopts.hunted(args)  # a --check-http process, if that is what is hunted
+    if step is None:
+        spec, check_arg = _check_spec(args)
+    else:  # the spec's check only gives the simulator's trace of a wrong world
+        spec, check_arg = twinopts.HUNT_TRACE_CHECK, f"--check-http {shlex.quote(shlex.join(step.argv))}"
+    checks: CheckFactory = SpecChecks(spec) if not extra else _with_options(spec, extra)
+    name = check_name(checks(base.check.model_dump()))  # builds it once: a bad check stops here
+    return step, check_arg, checks, step.name if step is not None else name
+
+
+def _with_options(spec: str, extra: dict[str, Any]) -> CheckFactory:
+    """The check built per world with that world's ``[check]`` options and ``--check-opt``."""
+    from platform_testbed.sim.checkload.loader import load_checks  # noqa: PLC0415
+
+    built: dict[tuple[tuple[str, Any], ...], Any] = {}
+
+    def make(chosen: Mapping[str, Any]) -> Any:
+        key = tuple(sorted(chosen.items()))
+        if key not in built:
+            built[key] = load_checks([spec], chosen, extra)[0]
+        return built[key]
+
+    return make

@@ -10,36 +10,34 @@ import argparse
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from platform_testbed.sim.config.settings import BadInput, at_most, env_limit
+from platform_testbed.sim.config import options
+from platform_testbed.sim.config.settings import BadInput
 
 if TYPE_CHECKING:
     from platform_testbed.sim.checkload.budget import CheckBudget
+    from platform_testbed.sim.cli.checkopts import Adder
     from platform_testbed.sim.config.scenario import Scenario
     from platform_testbed.sim.publish.compare import Runner
 
-#: The most local worker processes: each holds a simulator (tens of MB), and past a few per
-#: core they only contend. Raise it with TESTBED_MAX_WORKERS.
-MAX_WORKERS = 256
-WORKERS_ENV = "TESTBED_MAX_WORKERS"
+#: The registry's limit on local worker processes (sim.config.options, with why).
+MAX_WORKERS = options.limit("max_workers", {})
+WORKERS_ENV = str(options.option("max_workers").env_name)
 #: Without --workers, fewer seeds than this run here: a pool's start (a few hundred ms,
 #: more on a loaded machine) would cost more than a second core saves.
 POOLED_RUNS = 1000
 
 
-def add_pool_options(*parsers: argparse.ArgumentParser) -> None:
-    """``--workers N`` and ``--dask ADDRESS`` on each parser (as ``testbed sweep`` has them)."""
-    for parser in parsers:
-        parser.add_argument("--workers", type=int, metavar="N",
-                            help=f"local worker processes (default: one per core from "
-                            f"{POOLED_RUNS} runs, else 1; 1: no pool); the output is the same")
-        parser.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
-                            help="run the seeds on a Dask distributed cluster ('dask' extra)")
+def add_pool_options(parser: Adder, command: str) -> None:
+    """``--workers N`` and ``--dask ADDRESS`` (as ``testbed sweep`` has them)."""
+    options.add(parser, "workers", command)
+    parser.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
+                        help="run on a Dask distributed cluster (needs the 'dask' extra)")
 
 
 def check_workers(args: argparse.Namespace) -> None:
     """Refuse a --workers out of range, or --workers with --dask, before any work."""
     if args.workers is not None:
-        at_most("--workers", args.workers, env_limit(WORKERS_ENV, MAX_WORKERS), WORKERS_ENV)
+        options.from_args("workers", args)  # 1 to the limit (TESTBED_MAX_WORKERS raises it)
     if args.workers is not None and args.dask:
         raise BadInput("--workers and --dask: choose one (Dask decides its own workers)")
 

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from platform_testbed.checks.timing import check_timing
+from platform_testbed.sim.config.options import option
 from platform_testbed.sim.config.settings import at_most, first_seed, seed_range
 from platform_testbed.sim.rollout.config import load
 from platform_testbed.sim.rollout.report import lint_json, lint_text, rollout_table
@@ -13,8 +14,8 @@ from platform_testbed.sim.rollout.runs import SCHEMA_VERSION, run_rollout
 
 __all__ = ["MAX_RUNS", "SCHEMA_VERSION", "lint_timing_command", "rollout_command"]
 
-# The generous cap is for typos (--runs 1000000), not a limit of the model.
-MAX_RUNS = 100_000
+#: The registry's cap on runs (sim.config.options ``max_rollout_runs``, with why).
+MAX_RUNS = int(option("max_rollout_runs").default or 0)
 
 
 def rollout_command(args: argparse.Namespace) -> int:

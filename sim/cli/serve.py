@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from platform_testbed.sim.config.options import option
 from platform_testbed.sim.config.scenario import BadInput, load
 from platform_testbed.sim.config.settings import first_seed
 from platform_testbed.sim.runtime.outputs import check_output, emit, write_atomic, writing
@@ -30,7 +31,7 @@ from platform_testbed.sim.twin.session import open_session
 __all__ = ["MAX_SPEED", "serve_command"]
 
 #: The generous cap is for typos; a faster world answers a client's waits in microseconds.
-MAX_SPEED = 10_000.0
+MAX_SPEED = float(option("speed").most or 0)  # the registry's
 #: What an Authorization header carries as it is (RFC 9110 field value, visible ASCII) and
 #: any client sends the same bytes for: a token of other characters could never match.
 _TOKEN = re.compile(r"[\x21-\x7e]{1,4096}")

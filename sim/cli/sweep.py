@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import (
@@ -22,17 +24,20 @@ from rich.table import Column
 from rich.text import Text
 
 from platform_testbed.sim.checkload.budget import CheckBudget, check_budget
+from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.cli import twinopts
+from platform_testbed.sim.cli.checkopts import check_options
 from platform_testbed.sim.cli.compareopts import fail_on, failed_on
 from platform_testbed.sim.cli.pool import MAX_WORKERS, WORKERS_ENV, check_workers
+from platform_testbed.sim.config import scenario
 from platform_testbed.sim.config.scenario import OUTCOMES
-from platform_testbed.sim.config.settings import BadInput
+from platform_testbed.sim.config.settings import BadInput, first_seed, locate, read_toml, validated
 from platform_testbed.sim.runtime import installs
 from platform_testbed.sim.runtime.outputs import check_image
 from platform_testbed.sim.runtime.scheduler import check_scheduler
 from platform_testbed.sim.show import junit
 from platform_testbed.sim.show.table import stderr_console
-from platform_testbed.sim.sweep.file import Sweep, load_sweep
+from platform_testbed.sim.sweep.file import Sweep, SweepFile, from_spec
 from platform_testbed.sim.sweep.output import (
     SweepResult,
     check_out_path,
@@ -133,10 +138,42 @@ def _with_processes(sweep: Sweep, args: argparse.Namespace) -> tuple[Sweep, list
     return with_steps(sweep, steps), steps
 
 
+def load_with_flags(args: argparse.Namespace) -> Sweep:
+    """The sweep file, its values the defaults the command line overrides: ``--check``
+    replaces its checks, ``--seed`` its first seed, ``--set`` adds to its sets (a swept key
+    set so is held at that one value: its axis goes), ``--check-opt`` reaches every world."""
+    path = locate(args.sweep, scenario.shipped_sweeps, "sweep")
+    spec = validated(SweepFile, read_toml(path, "{path}: cannot read sweep file ({reason})"), path.name)
+    update: dict[str, Any] = {}
+    if args.check:
+        load_checks(args.check, {})  # a bad name is the flag's, before the file's rules
+        update["checks"] = list(args.check)
+    if args.seed is not None:
+        update["first_seed"] = first_seed(args.seed)
+        if isinstance(spec.seeds, list):  # a list of seeds becomes as many from --seed
+            update["seeds"] = len(spec.seeds)
+    if args.set:
+        held = {item.partition("=")[0].strip() for item in args.set}
+        update["set"] = [*spec.set, *args.set]
+        update["axes"] = {k: v for k, v in spec.axes.items() if k not in held}
+        if spec.heatmap is not None and set(_drawn(spec.heatmap)) & held:
+            update["heatmap"] = None  # an axis it draws is held at one value
+    sweep = from_spec(spec.model_copy(update=update), path.parent, path.stem)
+    extra = check_options(args.check_opt)
+    if extra:
+        sweep = dataclasses.replace(sweep, options=tuple(sorted(extra.items())))
+        check_names(sweep)  # an option no chosen check declares: refused before any world
+    return sweep
+
+
+def _drawn(table: Any) -> list[str]:
+    return [k for k in (table.x, table.y, table.columns, table.rows) if k]
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Run a sweep file; write its rows; print the summary."""
     budget = check_budget(args)  # handed to every task: a pool's workers get it with the work
-    sweep = load_sweep(args.sweep)
+    sweep = load_with_flags(args)
     check_workers(args)
     gate = fail_on(args.fail_on, OUTCOMES)
     args.junit = junit.checked(args)
@@ -175,6 +212,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     junit.write(args.junit, [junit.sweep_suite(sweep.name, names, kept, sweep.keys, gate)])
     if args.heatmap:
         save_heatmap(kept, sweep, Path(args.heatmap), args.force)
+        for path in facet_paths(sweep, Path(args.heatmap)):  # FILE-CHECK.png: each said
+            print(f"heatmap written to {path}", file=sys.stderr)  # whole, as a path is
     if result.interrupted:
         errors.print(
             f"interrupted: kept the {result.units_done} of {sweep.units} worlds that finished "
@@ -191,7 +230,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(summary_table(summary))
     if result.interrupted:
         return EXIT_INTERRUPTED
-    gated = failed_on({n: c.counts for n, c in summary.checks.items()}, gate)
+    gated = failed_on({n: c.counts for n, c in summary.checks.items()}, gate, [s.name for s in steps])
     for line in gated:
         errors.print(line, highlight=False)
     return EXIT_GATE if gated else EXIT_OK

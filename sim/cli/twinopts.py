@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import re
 import shlex
 import shutil
@@ -19,74 +18,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from platform_testbed.sim.config.settings import BadInput, env_limit
+from platform_testbed.sim.config import options
+from platform_testbed.sim.config.settings import BadInput
 
 if TYPE_CHECKING:
     from platform_testbed.sim.config.scenario import Scenario
     from platform_testbed.sim.publish.runresult import RunResult
     from platform_testbed.sim.twin.step import ProcessStep, StepTiming
 
-__all__ = ["DEFAULT_HTTP_TIMEOUT_S", "MAX_SPEED", "MAX_WALL_S", "WALL_ENV", "add_arguments",
-           "bound_wall", "row_name", "steps"]
+__all__ = ["DEFAULT_HTTP_TIMEOUT_S", "MAX_SPEED", "MAX_WALL_S", "WALL_ENV", "bound_wall", "row_name", "steps"]
 
-#: The most wall seconds one run's process may take: the incident's check needs ~25 s at
-#: speed 1 (a start, two 10 s looks), a flyctl-style wait at most 60 s more.
-DEFAULT_HTTP_TIMEOUT_S = 120.0
-#: As ``testbed serve``'s cap: past it a world answers waits faster than curl starts.
-MAX_SPEED = 10_000.0
-#: The most wall time a command line's processes may take at worst (worlds x processes x
-#: --http-timeout): 6 h, the limit GitHub Actions puts on one job ("Each job in a workflow
-#: can run for up to 6 hours of execution time", docs.github.com, Actions usage limits),
-#: so a run refused here is one a CI job would have been killed in. Raise it with WALL_ENV.
-MAX_WALL_S, WALL_ENV = 6 * 3600, "TESTBED_MAX_PROCESS_WALL_S"
+#: The registry's (sim.config.options, with the sources): a process's wall-clock limit,
+#: the fastest world, and the most wall time a command line's processes may take.
+DEFAULT_HTTP_TIMEOUT_S = float(options.option("http_timeout_s").default or 0)
+MAX_SPEED = float(options.option("speed").most or 0)
+MAX_WALL_S = int(options.option("max_process_wall_s").default or 0)
+WALL_ENV = str(options.option("max_process_wall_s").env_name)
 #: The row's name: the mode's word, a hyphen, then the program's name (or the script's an
 #: interpreter runs) without its extension, every other character than A-Z a-z 0-9 _ - as
-#: "-": ``examples/deploy/timestamp.sh`` as --check-http is ``http-timestamp``. So the
+#: "-": ``examples/deploy/timestamp.sh`` as --check-http is ``http-timestamp`` (a program
+#: whose name starts with the mode's word keeps its name alone: ``deploy.sh``, ``deploy``). So the
 #: name is a bare TOML key and one part of a dotted key, as ``[expect]``, ``--expect
 #: NAME=OUTCOME`` and ``--set expect.NAME=OUTCOME`` need it (a dot would split the key).
 _PREFIX = {"check-http": "http", "deploy-cmd": "deploy"}
 _NOT_IN_A_KEY = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def add_arguments(*parsers: argparse.ArgumentParser, where: str = "") -> None:
-    """Add ``--check-http``, ``--deploy-cmd``, ``--http-timeout`` and ``--speed`` to each parser.
-
-    ``where``: a sentence the two commands' help adds (how this command runs them).
-    """
-    for parser in parsers:
-        _add(parser, f"; {where}" if where else "")
-
-
-def _add(parser: argparse.ArgumentParser, note: str) -> None:
-    parser.add_argument(
-        "--check-http", action="append", default=[], metavar="COMMAND",
-        help="a real process as a check: the testbed publishes, COMMAND judges over Fly's "
-        "Machines API (FLY_API_HOSTNAME, FLY_API_TOKEN, FLY_APP_NAME); exit 0 = live, else "
-        f"failed, and the pipeline rolls back; repeatable{note}",
-    )
-    parser.add_argument(
-        "--deploy-cmd", action="append", default=[], metavar="COMMAND",
-        help="a real deploy step: COMMAND updates the machines to FLY_IMAGE_REF, judges, and "
-        "rolls back to FLY_PREVIOUS_IMAGE_REF if it decides to; the testbed only observes; "
-        f"repeatable{note}",
-    )
-    parser.add_argument(
-        "--http-timeout", type=float, default=DEFAULT_HTTP_TIMEOUT_S, metavar="SECONDS",
-        help="the most wall seconds a --check-http/--deploy-cmd process may run in one world "
-        f"before it is killed and the run is an error (default {DEFAULT_HTTP_TIMEOUT_S:g})",
-    )
-    parser.add_argument(
-        "--time", choices=("virtual", "scaled"), default=None,
-        help="the process's clock: virtual (the default) = it and what it starts read the "
-        "world's clock and sleep on it, which stands still while they compute and moves when "
-        "they all wait; scaled = the wall clock, the world at --speed (static binaries)",
-    )
-    parser.add_argument(
-        "--speed", type=float, default=None, metavar="K",
-        help="--time scaled (implied): simulated seconds per wall second while such a process "
-        "runs (default 1: the platform's timestamps are wall time); the rest of each world "
-        "runs instantly",
-    )
 
 
 def steps(args: argparse.Namespace) -> list[ProcessStep]:
@@ -95,17 +50,14 @@ def steps(args: argparse.Namespace) -> list[ProcessStep]:
     commands = [(mode, c) for mode in modes for c in getattr(args, mode.replace("-", "_"))]
     if not commands:
         return []
-    timeout, speed = args.http_timeout, 1.0 if args.speed is None else args.speed
+    timeout = options.from_args("http_timeout_s", args)  # flag > TESTBED_HTTP_TIMEOUT_S > 120
     # --speed alone means the scaled clock (as before virtual time); --time virtual with it is a slip.
     clock: Literal["virtual", "scaled"] = args.time or (
         "scaled" if args.speed is not None else "virtual")
     if clock == "virtual" and args.speed is not None:
         raise BadInput("--speed: sets the scaled clock; with --time virtual the world's clock "
                        "moves when the process waits (drop --speed, or use --time scaled)")
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise BadInput(f"--http-timeout: must be a number of seconds > 0 (got {timeout})")
-    if not (math.isfinite(speed) and 0 < speed <= MAX_SPEED):
-        raise BadInput(f"--speed: must be more than 0 and at most {MAX_SPEED:g} (got {speed})")
+    speed = 1.0 if args.speed is None else options.from_args("speed", args)
     from platform_testbed.sim.twin.step import ProcessStep  # noqa: PLC0415 -- see the module docstring
 
     made: list[ProcessStep] = []
@@ -147,7 +99,7 @@ def bound_wall(made: list[ProcessStep], worlds: int, what: str) -> None:
     """
     if not made:
         return
-    limit = env_limit(WALL_ENV, MAX_WALL_S)
+    limit = options.limit("max_process_wall_s")
     timeout = made[0].timeout_s
     worst = worlds * len(made) * timeout
     if worst > limit:
@@ -178,8 +130,15 @@ def _argv(mode: str, command: str) -> list[str]:
 
 
 def row_name(mode: str, argv: list[str]) -> str:
-    """The row's name (``_PREFIX``): ``http-timestamp`` for ``--check-http examples/deploy/timestamp.sh``."""
-    return f"{_PREFIX[mode]}-{_NOT_IN_A_KEY.sub('-', Path(_program(argv)).stem)}"
+    """The row's name (``_PREFIX``): ``http-timestamp`` for ``--check-http examples/deploy/timestamp.sh``.
+
+    A program already named for the mode is not named twice: ``--deploy-cmd deploy.sh`` is
+    ``deploy`` and ``deploy-fly.sh`` is ``deploy-fly`` (not ``deploy-deploy``).
+    """
+    word, stem = _PREFIX[mode], _NOT_IN_A_KEY.sub("-", Path(_program(argv)).stem)
+    if stem == word or stem.startswith((f"{word}-", f"{word}_")):
+        return stem
+    return f"{word}-{stem}"
 
 
 def _program(argv: list[str]) -> str:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from platform_testbed.sim.config.numbers import Seed, Table
+from platform_testbed.sim.config.options import option, resolve
 from platform_testbed.sim.config.profiles import DEFAULT_PROFILE, PROFILES
 from platform_testbed.sim.config.settings import (
     BadInput,
     apply_sets,
-    env_number,
     format_error,
     load_settings,
     parse_value,
@@ -25,6 +25,7 @@ __all__ = [
     "BEHAVIORS",
     "DEFAULT_EPOCH_MS",
     "OUTCOMES",
+    "ApiTable",
     "AppTable",
     "BadInput",
     "BehaviorName",
@@ -121,14 +122,14 @@ class PlatformTable(_Table):
 #: The shortest crash or flap period a world runs (seconds). Assumed: no app crashes
 #: faster than a process can start; below it a run's events grow without useful bound
 #: (a 1 us crash loop). ``TESTBED_MIN_PERIOD_S`` lowers it for a deliberate experiment.
-MIN_PERIOD_S = 0.001
+MIN_PERIOD_S = float(option("min_period_s").default or 0)  # the registry's, with why
 
 
 def _min_period(value: float, info: ValidationInfo) -> float:
-    floor = env_number("TESTBED_MIN_PERIOD_S", MIN_PERIOD_S, 60.0)  # nan must not switch it off
+    floor = resolve("min_period_s")  # the variable by its rule: nan must not switch it off
     if value < floor:
         raise ValueError(f"must be at least {floor:g} s (a millisecond: shorter periods make "
-                         "a run unbounded); set TESTBED_MIN_PERIOD_S to lower the limit")
+                         f"a run unbounded); set {option('min_period_s').env_name} to lower the limit")
     return value
 
 
@@ -199,6 +200,42 @@ class TrafficTable(_Table):
     autostart: bool = False
 
 
+class ApiTable(_Table):
+    """``[api]``: the Machines API's own faults, drawn per request from the seed (``sim.twin.faults``).
+
+    Fly publishes no rate, latency or wording of any of these: every field is not public:
+    assumed, and 0 (the default) is no fault. The kinds of one request exclude each other,
+    so their shares may add up to 1 at most.
+    """
+
+    #: Seconds each answer is held in world time, and the spread drawn around it (uniform).
+    latency_s: float = Field(0.0, ge=0, le=60)
+    jitter_s: float = Field(0.0, ge=0, le=60)
+    #: Requests answered ``error_status`` with Fly's ``{"error", "status"}`` body, not applied.
+    error_share: float = Field(0.0, ge=0, le=1)
+    error_status: Literal[500, 502, 503, 504] = 503
+    #: Requests answered 429 with ``Retry-After: retry_after_s``, not applied.
+    throttle_share: float = Field(0.0, ge=0, le=1)
+    retry_after_s: int = Field(1, ge=1, le=3_600)
+    #: Requests whose connection is closed with no answer (a reset), not applied.
+    reset_share: float = Field(0.0, ge=0, le=1)
+    #: Held ``/wait`` requests dropped at a drawn point of their timeout: closed, or 408.
+    wait_drop_share: float = Field(0.0, ge=0, le=1)
+    wait_drop: Literal["close", "timeout"] = "close"
+    #: Reads (``GET`` of the machines or one) answered what the previous same read got.
+    stale_share: float = Field(0.0, ge=0, le=1)
+    #: Lease requests answered 409: held by someone else (Fly's words, ``ServedApp._hold``).
+    lease_held_share: float = Field(0.0, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _shares_fit(self) -> ApiTable:
+        mine = max(self.wait_drop_share, self.stale_share, self.lease_held_share)
+        if self.error_share + self.throttle_share + self.reset_share + mine > 1:
+            raise ValueError("a request's fault shares (error, throttle, reset and the largest "
+                             "of wait_drop, stale, lease_held) add up to more than 1")
+        return self
+
+
 class Scenario(_Table):
     """One world: the platform, the previous and new release, the check timing, traffic."""
 
@@ -214,6 +251,7 @@ class Scenario(_Table):
     publish: PublishTable = PublishTable()
     reconciler: ReconcilerTable = ReconcilerTable()
     traffic: TrafficTable = TrafficTable()
+    api: ApiTable = ApiTable()
     #: The ground truth that judges every run (``sim.config.truth``): ``serves`` (a crash,
     #: or not started ``truth_window_s`` after the publish) or ``crash`` (a crash only).
     truth: Truth = DEFAULT_TRUTH

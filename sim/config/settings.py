@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
-import difflib
-import math
 import os
 import stat
-import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Integral
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from platform_testbed.sim.config import options
+from platform_testbed.sim.config.options import MAX_SEED, OPTIONS
+from platform_testbed.sim.config.rules import (
+    ENV_CEILING,
+    BadInput,
+    did_you_mean,
+    env_limit,
+    env_number,
+    seconds_rule,
+    seconds_text,
+    whole_rule,
+)
+
+__all__ = ["ENV_CEILING", "MAX_SEED", "BadInput", "env_limit", "env_number", "seconds_rule",
+           "seconds_text", "whole_rule"]
+
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pydantic import BaseModel, ValidationError
 
 # pydantic loads with the first file validated, not with BadInput: the command line's
@@ -20,12 +34,10 @@ if TYPE_CHECKING:
 Model = TypeVar("Model", bound="BaseModel")
 
 
-class BadInput(Exception):
-    """Input a person can fix: reported as one line, exit status 2."""
-
-
 def parse_value(text: str) -> Any:
     """Read a ``--set`` value as TOML (numbers, booleans, quoted strings), else as a bare string."""
+    import tomllib  # noqa: PLC0415 -- the parser imports this module; --help reads no TOML
+
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except (tomllib.TOMLDecodeError, RecursionError):
@@ -70,8 +82,7 @@ def _near_miss(model: type[Any] | None, loc: Sequence[Any]) -> str:
         if part not in fields:
             break
         model = fields[part].annotation
-    near = difflib.get_close_matches(str(loc[-1]), list(fields), n=1) if loc else []
-    return f" (did you mean {near[0]}?)" if near else ""
+    return did_you_mean(str(loc[-1]), fields) if loc else ""
 
 
 def format_error(source: str, error: ValidationError, model: type[Any] | None = None) -> str:
@@ -122,6 +133,8 @@ def locate(
     With ``relative_to``, a relative path that does not exist from here is taken from there.
     """
     if name_or_path.endswith(".toml") or "/" in name_or_path or os.sep in name_or_path:
+        from pathlib import Path  # noqa: PLC0415 -- see parse_value
+
         path = Path(name_or_path)
         if relative_to is not None and not path.is_absolute() and not path.exists():
             path = relative_to / path
@@ -139,6 +152,8 @@ def read_toml(path: Path, unreadable: str) -> dict[str, Any]:
     ``unreadable`` is the message for a file that cannot be read, with ``{path}`` and
     ``{reason}`` in it.
     """
+    import tomllib  # noqa: PLC0415 -- see parse_value
+
     text = read_text(path, unreadable)
     try:
         return tomllib.loads(text)
@@ -148,20 +163,14 @@ def read_toml(path: Path, unreadable: str) -> dict[str, Any]:
         raise BadInput(f"{path.name}: malformed TOML: nested too deeply") from None
 
 
-#: The largest settings or recording file read whole (bytes): far above any real one, it
-#: keeps a mistaken path (a disk image, /dev/zero) from filling memory. Raise it with
-#: TESTBED_MAX_FILE_BYTES.
-MAX_FILE_BYTES = 256 * 1024 * 1024
-
-
 def read_text(path: Path, unreadable: str) -> str:
     """The UTF-8 text of ``path``: the one reader of every text file a person hands in.
 
     BadInput (one line) if it cannot be read (``unreadable``, with ``{path}`` and
-    ``{reason}``), is not a regular file, is larger than ``MAX_FILE_BYTES``, or is not
+    ``{reason}``), is not a regular file, is larger than the ``max_file_bytes`` limit, or is not
     UTF-8 (the byte offset of the first bad byte is named).
     """
-    limit = env_limit("TESTBED_MAX_FILE_BYTES", MAX_FILE_BYTES)
+    limit = options.limit("max_file_bytes")
     try:
         with path.open("rb") as handle:
             mode = os.fstat(handle.fileno()).st_mode
@@ -172,7 +181,7 @@ def read_text(path: Path, unreadable: str) -> str:
         raise BadInput(unreadable.format(path=path, reason=error.strerror)) from None
     if len(data) > limit:
         raise BadInput(f"{path.name}: larger than {limit:,} bytes "
-                       "(set TESTBED_MAX_FILE_BYTES to raise the limit)")
+                       f"(set {OPTIONS['max_file_bytes'].env_name} to raise the limit)")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -193,104 +202,6 @@ def _read_at_most(handle: Any, size: int) -> bytes:
     return b"".join(pieces)
 
 
-#: The largest value any TESTBED_* limit may be raised to: far past any run that ends in
-#: a day, small enough to be a machine integer (99999999999999999999 was an OverflowError).
-ENV_CEILING = 10**15
-
-
-def whole_rule(where: str, value: object, most: int = ENV_CEILING) -> int:
-    """The rule of every count limit, wherever it is given: a whole number from 1 to ``most``.
-
-    A bool is not a number here (``True`` is not one look); numpy's ints are. BadInput
-    names ``where`` (a flag, a variable or a parameter) and the rule.
-    """
-    if isinstance(value, bool) or not isinstance(value, Integral) or not 1 <= int(value) <= most:
-        raise BadInput(f"{where}: must be a whole number from 1 to {most:,} (got {value!r})")
-    return int(value)
-
-
-def seconds_rule(where: str, value: object, most: float) -> float:
-    """The rule of every timeout and floor, wherever it is given: a finite number of seconds
-    greater than 0 and at most ``most``.
-
-    ``nan`` would switch a floor off (every comparison with it is false) and a huge one
-    (``1e300``) overflows the timer that enforces a timeout: both refused, by this one rule.
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float) or not _seconds(value, most):
-        raise BadInput(f"{where}: {seconds_text(most)} (got {value!r})")
-    return float(value)
-
-
-def _seconds(value: float, most: float) -> bool:
-    return math.isfinite(value) and 0 < value <= most
-
-
-def seconds_text(most: float) -> str:
-    """The seconds rule as words, for messages and help."""
-    return f"must be a number of seconds greater than 0 and at most {most:,g}"
-
-
-def env_limit(name: str, default: int, environ: Mapping[str, str] = os.environ) -> int:
-    """A documented upper limit, raised (or lowered) by the environment variable ``name``.
-
-    The rule: ``whole_rule`` (1 to ``ENV_CEILING``, ``_`` separators allowed); anything
-    else (``nan``, ``abc``, ``-1``, ``²``) is BadInput naming the variable and the rule.
-    """
-    text = environ.get(name)
-    if text is None or not text.strip():
-        return default
-    digits = text.strip().replace("_", "")
-    # ASCII only: "²".isdigit() is true but int("²") fails, and int() reads "٣" as 3.
-    value = int(digits) if digits.isascii() and digits.isdigit() else 0
-    if not 1 <= value <= ENV_CEILING:  # whole_rule's range, with the text as it was written
-        raise BadInput(f"{name}: must be a whole number from 1 to {ENV_CEILING:,} (got {text!r})")
-    return value
-
-
-def env_number(name: str, default: float, most: float,
-               environ: Mapping[str, str] = os.environ) -> float:
-    """A documented floor or timeout from the environment variable ``name``.
-
-    The rule: ``seconds_rule`` with ``most``; ``nan``, ``-1`` or ``abc`` is BadInput.
-    """
-    text = environ.get(name)
-    if text is None or not text.strip():
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not _seconds(value, most):  # seconds_rule, with the text as it was written
-        raise BadInput(f"{name}: {seconds_text(most)} (got {text!r})")
-    return value
-
-
-#: A user's check's per-look wall-clock timeout, by ``--check-timeout``, by
-#: ``TESTBED_CHECK_TIMEOUT_S`` or by ``CheckBudget(timeout_s=...)``: the one rule is
-#: ``seconds_rule`` with this bound (a day: no run that ends waits longer for one answer,
-#: and ``1e300`` overflowed the interval timer at every look).
-CHECK_TIMEOUT_ENV = "TESTBED_CHECK_TIMEOUT_S"
-MAX_CHECK_TIMEOUT_S = 86_400.0
-#: Looks a check may ask for without a verdict, by ``--max-looks``, ``TESTBED_MAX_LOOKS`` or
-#: ``CheckBudget(max_looks=...)``: the one rule is ``whole_rule`` (1 to ``ENV_CEILING``).
-MAX_LOOKS_ENV = "TESTBED_MAX_LOOKS"
-
-
-#: Every limit the environment may set, with its default, checked at each door before
-#: any work (``check_environment``): names here and the readers' constants are the same.
-_WHOLE_ENV = {
-    "TESTBED_MAX_FILE_BYTES": MAX_FILE_BYTES,
-    "TESTBED_MAX_RUNS": 1,
-    "TESTBED_MAX_SWEEP_POINTS": 1,
-    "TESTBED_MAX_WORKERS": 1,
-    MAX_LOOKS_ENV: 1,
-    "TESTBED_MAX_ROLLOUT_EVENTS": 1,
-}
-#: The floats: the crash-period floor (at most a minute: a floor above that refuses the
-#: shipped worlds) and a user check's per-look timeout (at most a day).
-_NUMBER_ENV = {"TESTBED_MIN_PERIOD_S": 60.0, CHECK_TIMEOUT_ENV: MAX_CHECK_TIMEOUT_S}
-
-
 def check_environment() -> None:
     """Every TESTBED_* limit and SOURCE_DATE_EPOCH by its rule, before any work.
 
@@ -298,18 +209,13 @@ def check_environment() -> None:
 
     BadInput for the first bad one.
     """
-    for name, default in _WHOLE_ENV.items():
-        env_limit(name, default)
-    for name, most in _NUMBER_ENV.items():
-        env_number(name, 1.0, most)
+    for entry in OPTIONS.values():  # every variable of the registry, by its entry's rule
+        entry.from_env(os.environ)
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     if epoch and not (epoch.isascii() and epoch.isdigit() and int(epoch) <= ENV_CEILING):
         # matplotlib reads it with int() when a figure is saved: a ValueError traceback.
         raise BadInput(f"SOURCE_DATE_EPOCH: must be whole seconds since 1970, 0 or more "
                        f"(got {epoch!r})")
-    folder = os.environ.get("TESTBED_SCENARIOS")
-    if folder and not Path(folder).is_dir():
-        raise BadInput(f"TESTBED_SCENARIOS: must be an existing folder (got {folder!r})")
 
 
 def at_most(option: str, value: int, limit: int, env: str | None = None) -> None:
@@ -329,9 +235,6 @@ def first_seed(value: int) -> int:
     return seed_value("--seed", value)  # the API's upper bound, stated once below
 
 
-#: The largest seed: a run's seed is a row of the ``to_pandas()`` tables, whose ``seed``
-#: column is a nullable Int64 (sim.runtime.frames.INT); a larger one turns it into Python objects.
-MAX_SEED = 2**63 - 1
 #: The rule every seed door states (the command line, the API, the files' ``seed`` fields).
 SEED_RULE = "a whole number from 0 to 2**63 - 1"
 _SEED_RULE = SEED_RULE

@@ -12,12 +12,14 @@ from importlib import resources
 from pathlib import Path
 from typing import TypeVar, overload
 
+from platform_testbed.sim.config.options import option
+
 _T = TypeVar("_T")
 
 
 def scenarios_dir() -> Path:
     """Where the shipped scenarios live (``TESTBED_SCENARIOS`` overrides)."""
-    override = os.environ.get("TESTBED_SCENARIOS")
+    override = option("scenarios").from_env(os.environ)
     if override:
         return Path(override)
     try:

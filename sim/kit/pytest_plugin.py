@@ -10,10 +10,12 @@ having the testbed installed; ``-p no:testbed`` turns it off. It gives:
   ``assert_guarantee`` with this run's ``--testbed-examples`` and ``--testbed-seed``;
 - ``guarantee_test(check, guarantee, ...)``: one line at a module's top level that *is* a test
   (``test_never_misses = guarantee_test(MyCheck(), never_misses)``);
-- hypothesis strategies registered for the world types, so ``st.from_type(World)`` and
-  ``@given(w=...)`` with ``World`` or ``App`` hints draw ``worlds()`` and ``apps()``.
+- with hypothesis' own entry point (not this plugin: ``sim.kit.hypothesis_hook``), strategies
+  for the world types, so ``st.from_type(World)`` and ``@given(w=...)`` with ``World`` or
+  ``App`` hints draw ``worlds()`` and ``apps()``, with or without pytest.
 
-The model loads when pytest configures the run, not when the plugin module is imported.
+Nothing of the model loads until a fixture, a guarantee or a strategy is used: a suite
+that has the testbed installed and never uses it pays only for this module.
 """
 
 from __future__ import annotations
@@ -44,22 +46,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the world types' strategies with hypothesis (once per process), and validate."""
+    """Validate the options; nothing of the model loads until a fixture or strategy is used.
+
+    ``st.from_type(World)`` needs no plugin: hypothesis' own entry point registers the kit's
+    strategies (``sim.kit.hypothesis_hook``), with or without pytest.
+    """
     examples = config.getoption("--testbed-examples")
     if examples is not None and examples < 1:
         raise pytest.UsageError(f"--testbed-examples: must be 1 or more (got {examples})")
-    register_strategies()
+    # The same one-shot hook, for an install whose metadata predates the entry point.
+    from platform_testbed.sim.kit.hypothesis_hook import install  # noqa: PLC0415 -- imports no model
+
+    install()
 
 
 def register_strategies() -> None:
-    """``st.from_type(World)`` draws ``worlds()``, ``st.from_type(App)`` draws ``apps()``."""
-    from hypothesis import strategies as st  # noqa: PLC0415 -- the model loads with the run
+    """``st.from_type(World)`` draws ``worlds()``, ``st.from_type(App)`` draws ``apps()``
+    (hypothesis' entry point does it already; kept for code that calls it)."""
+    from platform_testbed.sim.kit.hypothesis_hook import register  # noqa: PLC0415 -- the model, now
 
-    from platform_testbed.sim.kit.strategies import apps, worlds  # noqa: PLC0415
-    from platform_testbed.sim.kit.testing import App, World  # noqa: PLC0415
-
-    st.register_type_strategy(World, worlds())
-    st.register_type_strategy(App, apps())
+    register()
 
 
 def _search(config: pytest.Config) -> dict[str, Any]:

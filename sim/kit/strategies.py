@@ -471,3 +471,4 @@ def assert_guarantee(
     if seed is not None:
         test = hypothesis_seed(seed)(test)
     options(test)()
+

@@ -495,3 +495,4 @@ def incident_looks(count: int, cap: int = 5) -> list[Look]:
         machine = MachineSnapshot("m1", "started", "registry.fly.io/app:release", visible, at_ms)
         looks.append(Look(at_ms, (machine,)))
     return looks
+

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
+if TYPE_CHECKING:  # NumPy (about 100 ms) loads with the first draw: a world without traffic never pays
+    import numpy as np
 
 _KEY_MASK = 2**128 - 1
 
@@ -23,6 +24,8 @@ def generator(seed: int) -> np.random.Generator:
     Philox keyed directly by the seed (a counter-based generator: the key alone fixes
     the whole stream), so no SeedSequence hashing of the seed.
     """
+    import numpy as np  # noqa: PLC0415 -- see the imports
+
     return np.random.Generator(np.random.Philox(key=seed & _KEY_MASK))
 
 
@@ -37,12 +40,13 @@ class _Rekeyed:
     """
 
     def __init__(self) -> None:
-        self._bits = np.random.Philox(key=0)
-        self._rng = np.random.Generator(self._bits)
+        self._bits: Any = None  # made at the first draw (NumPy loads then)
+        self._rng: np.random.Generator | None = None
         self.lock = threading.Lock()
 
     def keyed(self, seed: int) -> np.random.Generator:
         """The generator at the start of ``seed``'s stream (call with ``lock`` held)."""
+        rng = self._made()
         key = seed & _KEY_MASK
         state: dict[str, Any] = {
             "bit_generator": "Philox",
@@ -53,16 +57,27 @@ class _Rekeyed:
             "uinteger": 0,
         }
         self._bits.state = cast(Any, state)  # numpy types it as arrays; lists work
+        return rng
+
+    def _made(self) -> np.random.Generator:
+        """The one generator, made at the first draw (NumPy is imported then)."""
+        if self._rng is None:
+            import numpy as np  # noqa: PLC0415 -- see the imports
+
+            self._bits = np.random.Philox(key=0)
+            self._rng = np.random.Generator(self._bits)
         return self._rng
 
     def state(self) -> Any:
         """The stream's state now (for ``at``; call with ``lock`` held)."""
+        self._made()
         return self._bits.state
 
     def at(self, state: Any) -> np.random.Generator:
         """The generator at a state ``state`` gave (call with ``lock`` held)."""
+        rng = self._made()
         self._bits.state = state
-        return self._rng
+        return rng
 
 
 _REKEYED = _Rekeyed()

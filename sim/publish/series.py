@@ -9,9 +9,10 @@ tallies, per check, how many publishes it let go live that the reconciler then f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -92,8 +93,11 @@ class SeriesResult:
         ]
 
 
-def load_series(path: str) -> tuple[SeriesFile, list[tuple[PublishEntry, Scenario]]]:
-    """Read a series file (a path, or a shipped series' name) and load each publish's scenario."""
+def load_series(
+    path: str, sets: Sequence[str] = ()
+) -> tuple[SeriesFile, list[tuple[PublishEntry, Scenario]]]:
+    """Read a series file (a path, or a shipped series' name) and load each publish's scenario
+    (``sets``: ``--set`` values over every publish's own)."""
     file = locate(path, scenarios.shipped_series, "series")
     raw = read_toml(file, "{path}: cannot read series file ({reason})")
     spec = validated(SeriesFile, raw, file.name)
@@ -103,22 +107,23 @@ def load_series(path: str) -> tuple[SeriesFile, list[tuple[PublishEntry, Scenari
         base = read_toml(where, "{path}: cannot read scenario file ({reason})")
         base.setdefault("name", where.stem)
         try:
-            loaded.append((entry, scenarios.validate(apply_sets(base, entry.set), where.name)))
+            loaded.append((entry, scenarios.validate(apply_sets(base, [*entry.set, *sets]), where.name)))
         except BadInput as error:
             raise BadInput(f"publishes[{i}] ({entry.label}): {error}") from None
     return spec, loaded
 
 
 def run_series(
-    path: str, specs: Sequence[str], budget: CheckBudget = DEFAULT_CHECK_BUDGET
+    path: str, specs: Sequence[str], budget: CheckBudget = DEFAULT_CHECK_BUDGET, *,
+    sets: Sequence[str] = (), extra: Mapping[str, Any] | None = None,
 ) -> SeriesResult:
     """Every check in every publish of the series (one world each, its own seed).
 
     Each publish builds its checks with its own scenario's ``[check]`` timing; every check
     is driven under ``budget`` (``sim.checkload.budget``).
     """
-    spec, loaded = load_series(path)
-    built = [load_checks(list(specs), world.check.model_dump()) for _, world in loaded]
+    spec, loaded = load_series(path, sets)
+    built = [load_checks(list(specs), world.check.model_dump(), extra) for _, world in loaded]
     names = {check_name(c) for c in built[0]}
     for check, want in spec.expect_late_failures.items():
         if not 0 <= want <= len(loaded):  # a count of publishes: none can hold otherwise

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import simpy
 
-from platform_testbed.sim.config.settings import BadInput, env_limit
+from platform_testbed.sim.config.options import limit, option
+from platform_testbed.sim.config.settings import BadInput
 from platform_testbed.sim.rollout.balancer import HealthRules, LoadBalancer
 from platform_testbed.sim.rollout.config import RolloutScenario
 from platform_testbed.sim.rollout.deploy import DeployRules, RollingDeploy
@@ -23,8 +24,8 @@ OLD_RELEASE, NEW_RELEASE = "v1", "v2"
 #: estimated to take. Measured on this project's 2-core machine: 250,000 to 450,000 such
 #: events a second, so the limit is 10 to 20 s of one core and the probes it keeps
 #: (about 100 bytes each) stay under half a GiB; every shipped rollout takes under 10,000.
-MAX_ROLLOUT_EVENTS = 5_000_000
-ROLLOUT_EVENTS_ENV = "TESTBED_MAX_ROLLOUT_EVENTS"
+MAX_ROLLOUT_EVENTS = limit("max_rollout_events", {})  # the registry's (sim.config.options)
+ROLLOUT_EVENTS_ENV = str(option("max_rollout_events").env_name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +70,12 @@ def check_work(scenario: RolloutScenario) -> WorkEstimate:
     so a million requests cost what one does.
     """
     estimate = estimate_work(scenario)
-    limit = env_limit(ROLLOUT_EVENTS_ENV, MAX_ROLLOUT_EVENTS)
-    if estimate.events > limit:
+    most = limit("max_rollout_events")
+    if estimate.events > most:
         raise BadInput(
             f"{scenario.name}: a run would take about {estimate.events:,.0f} events "
             f"({estimate.probes:,.0f} balancer probes + {estimate.watchdog_looks:,.0f} watchdog "
-            f"looks over {estimate.horizon_s:,.0f} simulated s), past the limit of {limit:,} "
+            f"looks over {estimate.horizon_s:,.0f} simulated s), past the limit of {most:,} "
             f"(fewer fleet.servers, longer balancer.interval_s or watchdog.interval_s, shorter "
             f"settle_s; or set {ROLLOUT_EVENTS_ENV})"
         )

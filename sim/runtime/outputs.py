@@ -56,6 +56,11 @@ class OutputFailed(BadInput):
         super().__init__(f"cannot write {_reason(error, what)}")
         #: What could not be written: a path, or ``STDOUT``.
         self.what = what
+        self._error = error
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # As it was made (a pool's worker hands it back pickled), not from its message.
+        return (type(self), (self.what, self._error))
 
 
 def _reason(error: OSError, what: object) -> str:
@@ -309,13 +314,20 @@ def replacing(path: Path, *, newline: str | None = None) -> Iterator[IO[str]]:
     and rename hold Ctrl-C and SIGTERM (the run itself must stay interruptible).
     """
     how: dict[str, Any] = {"mode": "w", "encoding": "utf-8", "newline": newline}
-    with writing(path):
-        if is_special(path):
-            with path.open(**how) as handle:
-                yield handle
-            return
-        with _beside(path.resolve(), how, hold_commit=True) as handle:
-            yield handle
+    # An OSError of the block's own work (the run) is not this file's: it goes on as it is.
+    theirs: list[OSError] = []
+    try:
+        with (path.open(**how) if is_special(path)
+              else _beside(path.resolve(), how, hold_commit=True)) as handle:
+            try:
+                yield guarded(handle, path)
+            except OSError as error:
+                theirs.append(error)
+                raise
+    except OSError as error:
+        if theirs and error is theirs[0]:
+            raise
+        raise OutputFailed(path, error) from None
 
 
 @contextlib.contextmanager

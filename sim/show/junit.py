@@ -14,7 +14,6 @@ run is byte-identical.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -51,6 +50,9 @@ class Case:
     error: str | None = None
     #: The error's detail (every seed that errored, with its reason).
     error_detail: str = ""
+    #: Why the case is reported but not judged (a world a hunt found, without
+    #: ``--fail-on found``): a JUnit publisher shows it apart, and green.
+    skipped: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,35 +61,6 @@ class Suite:
 
     name: str
     cases: tuple[Case, ...] = field(default_factory=tuple)
-
-
-def add_argument(*parsers: argparse.ArgumentParser) -> None:
-    """Add ``--junit FILE.xml`` (and ``--force``, if the command has none) to each parser.
-
-    Its folder is checked as the command line is read; a symlink or a device at the path
-    is refused unless ``--force``, which the handler checks (``checked``) before any work,
-    as it does for every other output path.
-    """
-    for parser in parsers:
-        parser.add_argument("--junit", metavar="FILE.xml", type=report_path,
-                            help="also write a JUnit XML report: a test case per check and "
-                            "scenario (or recorded run), a failure per unmet expectation "
-                            "(through a symlink or to a device: with --force)")
-        # compare has its own --force (for all its outputs); the others get one for --junit,
-        # so that "give --force" is true wherever --junit refuses a path.
-        with contextlib.suppress(argparse.ArgumentError):
-            parser.add_argument("--force", action="store_true",
-                                help="write --junit to a device or through a symlink")
-
-
-def report_path(path: str) -> Path:
-    """The report's path (an argparse type): refused at once if its folder does not exist."""
-    out = Path(path)
-    if out.is_dir():
-        raise argparse.ArgumentTypeError(f"{path} is a folder, expected a file name")
-    if not out.resolve().parent.is_dir():
-        raise argparse.ArgumentTypeError(f"{path}: folder {out.parent} does not exist")
-    return out
 
 
 def checked(args: argparse.Namespace) -> Path | None:
@@ -131,8 +104,9 @@ def compare_suite(result: Comparison, command: str = "compare",
         error = f"{reason(errored[0]) or 'no reason given'} (seed {errored[0].seed}" + (
             f"; {len(errored)} of {len(runs)} seeds errored)" if len(errored) > 1 else ")"
         ) if errored else None
-        output = [f"seed {r.seed}: {r.outcome}" + (f" ({reason(r)})" if reason(r) else "")
-                  for r in runs]
+        # The truth that judged the outcomes first: caught and missed mean nothing without it.
+        output = [f"judged by the truth {result.truth_label}"] + [
+            f"seed {r.seed}: {r.outcome}" + (f" ({reason(r)})" if reason(r) else "") for r in runs]
         cases.append(Case(f"testbed.{command}.{result.scenario}", check, failure, "\n".join(lines),
                           "\n".join(output), error,
                           "\n".join(f"seed {r.seed}: {reason(r)}" for r in errored)))
@@ -153,12 +127,14 @@ def replay_suite(recording: str, rows: Sequence[ReplayRow], failures: Sequence[s
 def document(suites: Sequence[Suite], name: str = "testbed") -> ET.Element:
     """The ``testsuites`` element; every count is the number of its children's elements."""
     root = ET.Element("testsuites", name=xml_text(name))
+    # The root has no ``skipped`` (Jenkins' XSD gives ``testsuites`` none); each suite has.
     totals = {"tests": 0, "failures": 0, "errors": 0}
     for suite in suites:
         failures = sum(c.failure is not None for c in suite.cases)
         errors = sum(c.error is not None for c in suite.cases)
+        skipped = sum(c.skipped is not None for c in suite.cases)
         node = ET.SubElement(root, "testsuite", name=xml_text(suite.name), tests=str(len(suite.cases)),
-                             failures=str(failures), errors=str(errors), skipped="0")
+                             failures=str(failures), errors=str(errors), skipped=str(skipped))
         for case in suite.cases:
             element = ET.SubElement(node, "testcase", classname=xml_text(case.classname),
                                     name=xml_text(case.name))
@@ -169,6 +145,8 @@ def document(suites: Sequence[Suite], name: str = "testbed") -> ET.Element:
             if case.error is not None:
                 error = ET.SubElement(element, "error", message=xml_text(case.error), type="no-verdict")
                 error.text = xml_text(case.error_detail or case.error)
+            if case.skipped is not None:
+                ET.SubElement(element, "skipped", message=xml_text(case.skipped))
             if case.output:
                 ET.SubElement(element, "system-out").text = xml_text(case.output)
         totals["tests"] += len(suite.cases)

@@ -269,7 +269,9 @@ def listing(sections: Mapping[str, Mapping[str, str]], at: int | None = None) ->
 def series_text(result: SeriesResult, checks: Sequence[str], at: int | None = None) -> str:
     """The series as a table (fitted to ``at`` columns): a row per publish, a column per check."""
     at = width() if at is None else at
-    lines = [f"{result.name} · {counted(len(result.publishes), 'publish', 'publishes')}", ""]
+    truths = sorted({p.scenario.truth for p in result.publishes})
+    lines = [f"{result.name} · {counted(len(result.publishes), 'publish', 'publishes')} · "
+             f"{'truth' if len(truths) == 1 else 'truths'} {', '.join(truths)}", ""]
     rows = []
     for publish in result.publishes:
         by_check = {r.check: r for r in publish.results}

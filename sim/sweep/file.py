@@ -30,6 +30,7 @@ from platform_testbed.checks import BUILTIN_CHECKS
 from platform_testbed.sim.checkload.loader import load_checks
 from platform_testbed.sim.config import scenario as scenarios
 from platform_testbed.sim.config.numbers import Seed, Table
+from platform_testbed.sim.config.options import limit, option
 from platform_testbed.sim.config.scenario import Scenario, validate
 from platform_testbed.sim.config.settings import (
     MAX_SEED,
@@ -37,7 +38,6 @@ from platform_testbed.sim.config.settings import (
     BadInput,
     apply_sets,
     copy_tables,
-    env_limit,
     locate,
     read_toml,
     seed_range,
@@ -57,13 +57,13 @@ class _Table(Table, BaseModel):  # Table: no true for a number, no "yes" for tru
 #: The most worlds one sweep runs (points x seeds), and so the most values one axis holds:
 #: the shipped sweeps run 10,000 and 12,500; a million takes hours on a laptop. Raise it with
 #: TESTBED_MAX_SWEEP_POINTS.
-MAX_SWEEP_POINTS = 1_000_000
-POINTS_ENV = "TESTBED_MAX_SWEEP_POINTS"
+MAX_SWEEP_POINTS = limit("max_sweep_points", {})  # the registry's (sim.config.options)
+POINTS_ENV = str(option("max_sweep_points").env_name)
 
 
 def max_points() -> int:
     """The limit on worlds per sweep, from the environment if it says."""
-    return env_limit(POINTS_ENV, MAX_SWEEP_POINTS)
+    return limit("max_sweep_points")
 
 
 class RangeAxis(_Table):
@@ -210,6 +210,8 @@ class Sweep:
     axes: tuple[tuple[str, tuple[Scalar, ...]], ...]
     #: (x, y) or (x, y, columns, rows): the axes the heatmap draws.
     heatmap: tuple[str, ...] | None = None
+    #: ``--check-opt`` values, over each world's ``[check]`` table (sim.checkload.loader).
+    options: tuple[tuple[str, Any], ...] = ()
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -260,7 +262,7 @@ class Sweep:
         """Every ``every``-th value of each axis: a quick look at a big sweep."""
         axes = tuple((key, values[::every]) for key, values in self.axes)
         return Sweep(self.name, self.scenario_name, self.base, self.checks, self.seeds, axes,
-                     self.heatmap)
+                     self.heatmap, self.options)
 
 
 #: The TESTBED_ variables, as ``validation_env`` reads them.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -84,7 +84,7 @@ def check_names(sweep: Sweep) -> tuple[str, ...]:
     base = validate(sweep.base, sweep.name)
     specs, steps = _split(sweep)
     # check_name, as the rows do: a user's ``name`` that raises is named by its type.
-    return (tuple(check_name(c) for c in load_checks(specs, base.check))
+    return (tuple(check_name(c) for c in load_checks(specs, base.check, dict(sweep.options)))
             + tuple(s.name for s in steps))
 
 
@@ -105,7 +105,7 @@ def _rows_of_unit(sweep: Sweep, unit: int, budget: CheckBudget, env: Env | None 
         world = sweep.scenario(values, env)
         # The point's [check] table: only the keys it sets reach a check (sim.checkload.loader).
         specs, steps = _split(sweep)
-        checks = _checks_for(specs, world.check)
+        checks = _checks_for(specs, world.check, dict(sweep.options))
         results = list(run_checks(world, seed, checks, budget)) if checks else []
         # Each process in the same world, judged on the same ground truth as the checks.
         bad = results[0].bad if results else ground_truth(world, seed)
@@ -131,13 +131,14 @@ _CHECKS: dict[int, tuple[tuple[str, ...], object, list[Check]]] = {}
 _CHECKS_MAX = 1024
 
 
-def _checks_for(specs: list[str], table: BaseModel) -> list[Check]:
+def _checks_for(specs: list[str], table: BaseModel, extra: Mapping[str, Any] | None = None) -> list[Check]:
     """``load_checks(specs, table)``, kept per table object: a sweep asks again at each point.
 
-    Built-ins only, as the loader keeps them: a user's check is built as asked each time.
+    Built-ins only, as the loader keeps them: a user's check is built as asked each time
+    (and so is every check given ``--check-opt`` values, ``extra``).
     """
-    if not all(spec in BUILTIN_CHECKS for spec in specs):
-        return load_checks(specs, table)
+    if extra or not all(spec in BUILTIN_CHECKS for spec in specs):
+        return load_checks(specs, table, extra)
     kept = _CHECKS.get(id(table))
     if kept is not None and kept[1] is table and kept[0] == tuple(specs):
         return kept[2]

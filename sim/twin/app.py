@@ -29,11 +29,13 @@ from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.platform.machine import Image, Machine
 from platform_testbed.sim.publish import world as worlds
 from platform_testbed.sim.publish.runresult import RecordedLook
+from platform_testbed.sim.twin.faults import CLOSED, Faults, RequestKind, error_body
 
 __all__ = [
     "REGION",
     "Answer",
     "ApiError",
+    "Held",
     "Look",
     "ServedApp",
     "WaitStarted",
@@ -48,6 +50,10 @@ DEFAULT_LEASE_TTL_S = 30
 MAX_LEASE_TTL_S = 86_400
 #: Not public: assumed. Fly's owner is the token's user (an e-mail address).
 LEASE_OWNER = "user@testbed.local"
+#: Not public: assumed. Who holds a lease in a "held by someone else" fault (``[api]``).
+OTHER_LEASE_OWNER = "someone-else@testbed.local"
+#: Reads whose last answer is kept for a stale read (``[api] stale_share``), at most.
+MAX_STALE_READS = 1_024
 #: Not public: assumed. The testbed's bounds on what a client can make the app hold.
 MAX_MACHINES = 1_000
 MAX_METADATA = 64
@@ -118,6 +124,18 @@ class WaitStarted:
     future: Future[Answer] = field(default_factory=Future)
 
 
+@dataclass(slots=True)
+class Held:
+    """An answer held in world time (``[api] latency_s``): ``future`` gets it when it is due.
+
+    ``answer`` is known at once; a held wait's comes from ``source`` when the wait is answered.
+    """
+
+    answer: Answer | None = None
+    source: Future[Answer] | None = None
+    future: Future[Answer] = field(default_factory=Future)
+
+
 def _ulid(ms: int, key: str) -> str:
     """A 26-character ULID (48-bit ms time, 80 bits from ``key``): deterministic, no RNG."""
     value = (max(ms, 0) % (1 << 48)) << 80 | int.from_bytes(
@@ -156,13 +174,28 @@ def image_digest(image: str) -> str:
 def event_ids(snapshot: checks.MachineSnapshot) -> list[str]:
     """Each visible event's id, newest first: a ULID of its timestamp (ids sort as time does,
     as Fly's ULIDs do) and of the event itself, the same at every read."""
+    events = snapshot.events
+    cached = _EVENT_IDS.get(snapshot.id)
+    # A machine's log hands out the same tuple until its next event: every read and every
+    # held wait's check between two events reuse the ids (a sha256 each) worked out once.
+    if cached is not None and cached[0] is events:
+        return cached[1]
     seen: dict[tuple[int, str, str], int] = {}
     ids = []
-    for event in reversed(snapshot.events):  # oldest first: a repeat's count is stable
+    for event in reversed(events):  # oldest first: a repeat's count is stable
         key = (event.timestamp, event.type, event.status)
         seen[key] = seen.get(key, -1) + 1
         ids.append(_ulid(event.timestamp, f"{snapshot.id}:{key}:{seen[key]}"))
-    return ids[::-1]
+    ids.reverse()
+    if len(_EVENT_IDS) < 4 * MAX_MACHINES:
+        _EVENT_IDS[snapshot.id] = (events, ids)
+    return ids
+
+
+#: The last ids worked out for each machine id, with the event tuple they are of (held, so
+#: its identity cannot be reused). Shared by the worlds of this process: a hit needs the
+#: very tuple, so another world's machine of the same id never reads another's ids.
+_EVENT_IDS: dict[str, tuple[tuple[checks.Event, ...], list[str]]] = {}
 
 
 def ulid_ms(text: str) -> int | None:
@@ -215,13 +248,18 @@ class ServedApp:
         self.looks_not_kept = 0
         self._pre_deploy_of: dict[str, str] | None = None
         self._pre_deploy_view: dict[str, str] | None = None
-        #: Waits not answered yet, by a running number (each leaves as it is answered).
-        self._waits: dict[int, WaitStarted] = {}
+        #: Waits and held answers not answered yet, by a running number (each leaves as it is
+        #: answered): what a driver holds the world for.
+        self._waits: dict[int, WaitStarted | Held] = {}
         self._wait_numbers = 0
         #: Each machine's held waits (their checks, by number), and the machines whose next
         #: change one callback already watches for them.
         self._held: dict[str, dict[int, Callable[[], None]]] = {}
         self._watched: set[str] = set()
+        #: The API's own faults (``[api]``), drawn from a stream of their own, and each
+        #: read's last answer for a stale read.
+        self.faults = Faults(scenario.api, seed)
+        self._served: dict[str, Answer] = {}
         worlds.start_previous(self.world)
         if testbed_publishes:
             self.env.process(self._testbed_publish())
@@ -629,8 +667,8 @@ class ServedApp:
         return pending
 
     @property
-    def waits(self) -> tuple[WaitStarted, ...]:
-        """The waits held now, oldest first."""
+    def waits(self) -> tuple[WaitStarted | Held, ...]:
+        """The waits and answers held now, oldest first."""
         return tuple(self._waits.values())
 
     def _entered(
@@ -718,11 +756,91 @@ class ServedApp:
         if held is not None:
             held.pop(number, None)
 
-    def timed_out(self, pending: WaitStarted) -> Answer:
-        """A wait's 408, in the words of Fly's (superfly/flyctl#1760)."""
+    def timed_out(self, pending: WaitStarted | Held) -> Answer:
+        """A wait's 408, in the words of Fly's (superfly/flyctl#1760); a held answer's own."""
+        if isinstance(pending, Held):
+            if pending.answer is not None:
+                return pending.answer
+            if pending.source is not None and pending.source.done():
+                return pending.source.result()
+            return 503, error_body(503, "the testbed is shutting down")
         wanted = ", ".join(pending.wanted)
         return 408, {"error": f"machine failed to reach desired state, {wanted}, "
                               f"currently {pending.machine.state}", "status": "unknown"}
+
+    # -- the API's own faults ([api]) -----------------------------------------------------------
+
+    def faulted(
+        self, call: Callable[[], Answer | WaitStarted], kind: RequestKind, target: str,
+        machine_id: str | None, wait_timeout_s: int,
+    ) -> Answer | WaitStarted | Held:
+        """``call`` through this request's fault (``sim.twin.faults``), drawn now: the order
+        the world takes requests in is the order of the draws. A fault answers without the
+        call (it was not applied); a latency holds the answer in world time."""
+        draw = self.faults.draw(kind)
+        table = self.faults.table
+        result: Answer | WaitStarted
+        machine = self.machines.get(machine_id) if machine_id is not None else None
+        if draw.fault == "reset":
+            return CLOSED, None  # at once: a reset is not held
+        if draw.fault == "error":
+            result = table.error_status, error_body(table.error_status)
+        elif draw.fault == "throttle":
+            result = 429, error_body(429)
+        elif draw.fault == "lease_held" and machine is not None:
+            expires = self.now_ms() + DEFAULT_LEASE_TTL_S * 1000
+            result = 409, error_body(409, f"aborted: machine ID {machine.id} lease currently held "
+                                          f"by {OTHER_LEASE_OWNER}, expires at {_seconds_rfc3339(expires)}")
+        elif draw.fault == "stale" and target in self._served:
+            result = self._served[target]  # what the last same read got: no new look
+        else:
+            try:
+                result = call()
+            except ApiError as error:
+                result = error.status, error_body(error.status, error.message)
+            if kind == "read" and table.stale_share > 0:
+                self._keep_read(target, result)
+            if draw.fault == "wait_drop" and isinstance(result, WaitStarted):
+                self._drop(result, draw.drop_at * wait_timeout_s)
+        if draw.latency_s > 0:
+            return self._hold_answer(result, draw.latency_s)
+        return result
+
+    def _keep_read(self, target: str, result: Answer | WaitStarted) -> None:
+        """Keep a read's answer for the next stale read of the same target (bounded)."""
+        fits = target in self._served or len(self._served) < MAX_STALE_READS
+        if isinstance(result, tuple) and result[0] == 200 and fits:
+            self._served[target] = result
+
+    def _drop(self, pending: WaitStarted, after_s: float) -> None:
+        """Drop a held wait ``after_s`` from now, if it is still held: closed, or an early 408."""
+        close = self.faults.table.wait_drop == "close"
+
+        def drop(_event: simpy.Event) -> None:
+            if not pending.future.done():
+                pending.future.set_result((CLOSED, None) if close else self.timed_out(pending))
+
+        self.env.timeout(after_s).callbacks.append(drop)
+
+    def _hold_answer(self, result: Answer | WaitStarted, latency_s: float) -> Held:
+        """``result`` held ``latency_s`` in world time (a held wait's: from its answer on)."""
+        held = Held(result) if isinstance(result, tuple) else Held(source=result.future)
+        self._wait_numbers += 1
+        number = self._wait_numbers
+        self._waits[number] = held
+        held.future.add_done_callback(lambda _done: self._waits.pop(number, None))
+
+        def due(answer: Answer) -> None:
+            def give(_event: simpy.Event) -> None:
+                if not held.future.done():
+                    held.future.set_result(answer)
+            self.env.timeout(latency_s).callbacks.append(give)
+
+        if isinstance(result, tuple):
+            due(result)
+        else:  # answered on the world's thread (a change, the deadline, the driver's close)
+            result.future.add_done_callback(lambda done: due(done.result()))
+        return held
 
     # -- what happened -----------------------------------------------------------------------
 

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import math
 import queue
-import select
-import socket
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from platform_testbed.sim.twin.app import Answer, ServedApp, WaitStarted
+from platform_testbed.sim.twin.app import ServedApp
 from platform_testbed.sim.vtime import PortProbe, ProcessTree, Sample, SharedClock, sample_threads
 
 __all__ = ["POLL_CAP_S", "Driver", "Traffic", "VirtualDriver"]
@@ -104,8 +102,8 @@ class Driver:
         if self.horizon_s > env.now:
             env.run(until=self.horizon_s)
 
-    def wall_bound(self, platform_s: float) -> float | None:
-        """The most wall seconds a held wait of ``platform_s`` may take (None: no bound)."""
+    def wall_bound(self, platform_s: float) -> float:
+        """The most wall seconds a held wait of ``platform_s`` may take."""
         return platform_s / self.speed + 5.0
 
     def _this_instant(self) -> bool:
@@ -171,112 +169,24 @@ class Driver:
                 future.set_exception(RuntimeError("the world has ended"))
 
 
-def wait_answer(result: Answer | WaitStarted, driver: Driver, timeout_s: float) -> Answer:
-    """A call's answer; a held wait's once it comes (at most ``timeout_s`` platform s on)."""
-    if not isinstance(result, WaitStarted):
-        return result
-    # The platform's timeout in wall seconds, and a margin for the loop: the world answers
-    # first (408), this bound only guards against a loop that has died.
-    try:
-        return result.future.result(timeout=driver.wall_bound(timeout_s))
-    except TimeoutError:
-        return driver.app.timed_out(result)
-
-
 class Traffic:
     """The twin's requests as the virtual clock sees them: it moves only when none is in flight.
 
-    A request moves through stages, and each marks the next before it leaves the last: a
-    connection waits in the listen queue (the listener is readable), is being accepted
-    (``accepting``), its bytes wait in the kernel (its socket is readable), its handler
-    reads, asks the world and writes the answer (``busy``), then waits for the next. The
-    server calls ``accept_begins`` before ``accept()``, ``opened`` once the handler owns the
-    socket, ``await_request`` before it reads a request (it returns once bytes or the end
-    are there, and marks the connection busy), ``request_done`` after the answer is written
-    and ``closed``. ``idle`` reads the stages in that order, so a request that moves on
-    while it reads is seen at a later stage.
-
-    A server that does not call these (one event loop, ``sim.twin.server`` on asyncio) is
-    read from outside: its threads (``threads``, native ids) must be asleep and off the CPU
-    like the step's tasks, and the kernel must hold no connection or byte for its port
-    (``PortProbe``); a held wait is then a coroutine that costs the loop nothing.
+    Read from outside the server, whatever it is: its threads (``threads``, native ids; the
+    asyncio loop of ``sim.twin.server``) must be asleep and off the CPU like the step's
+    tasks, and the kernel must hold no connection in the listen queue and no unread byte
+    for the twin's port (``PortProbe``). A held wait is then a coroutine that costs the loop
+    nothing, and a request between the kernel and the answer keeps the loop on the CPU.
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.listener: socket.socket | None = None
-        self.accepting = 0
-        self._open: dict[int, socket.socket] = {}
-        self._busy: set[int] = set()
         self.probe: PortProbe | None = None
         #: The server's own threads, sampled with the step's tasks.
         self.threads: tuple[int, ...] = ()
 
-    def accept_begins(self) -> None:
-        """The server is about to accept a connection the listener has."""
-        with self._lock:
-            self.accepting += 1
-
-    def accept_failed(self) -> None:
-        """The accept did not give a connection."""
-        with self._lock:
-            self.accepting -= 1
-
-    def opened(self, conn: socket.socket) -> None:
-        """A handler owns ``conn`` (the accept it came from is over)."""
-        with self._lock:
-            self._open[conn.fileno()] = conn
-            self._busy.add(conn.fileno())
-            self.accepting -= 1
-
-    def await_request(self, conn: socket.socket) -> None:
-        """Wait (the socket's own timeout) until a request's bytes or the end are there; busy from then."""
-        fd = conn.fileno()
-        with self._lock:
-            self._busy.discard(fd)
-        timeout = conn.gettimeout()
-        poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLPRI)
-        try:
-            poller.poll(None if timeout is None else max(0, round(timeout * 1000)))
-        finally:
-            with self._lock:
-                self._busy.add(fd)
-
-    def request_done(self, conn: socket.socket) -> None:
-        """The answer is written (the connection stays busy until ``await_request``)."""
-
-    def closed(self, conn: socket.socket, fd: int) -> None:
-        """The handler is done with the connection."""
-        with self._lock:
-            self._open.pop(fd, None)
-            self._busy.discard(fd)
-
-    def idle(self, held: int) -> bool:
-        """No request in flight but the ``held`` waits the world holds (stages read in order)."""
-        if self.probe is not None and not self.probe.quiet():
-            return False
-        listener = self.listener
-        if listener is not None and _readable([listener.fileno()]):
-            return False
-        with self._lock:
-            if self.accepting > 0:
-                return False
-            fds = [fd for fd in self._open if fd not in self._busy]
-        if fds and _readable(fds):
-            return False
-        with self._lock:
-            return len(self._busy) <= held
-
-
-def _readable(fds: list[int]) -> bool:
-    poller = select.poll()
-    for fd in fds:
-        poller.register(fd, select.POLLIN | select.POLLPRI)
-    try:
-        return bool(poller.poll(0))
-    except OSError:
-        return True  # a descriptor closed as we looked: something moved
+    def idle(self) -> bool:
+        """No request waits in the kernel for the server."""
+        return self.probe is None or self.probe.quiet()
 
 
 #: The real wait between the two samples of the step's tasks (wall s): a task that ran in
@@ -292,11 +202,12 @@ class VirtualDriver(Driver):
     """Steps ``app``'s world on a virtual clock: it stands still while the step computes.
 
     The step's processes read ``shared``'s clock (``sim.vtime``). The loop answers calls at
-    the current instant; when the step is still (``_still``: no request in flight, every
-    task of the tree asleep and off the CPU across two samples, or in a timed wait whose
-    deadline is ahead), it runs the world to the earliest deadline, stopping at the first
-    instant that answers a held wait, and moves the shared clock there. Nothing moves
-    before ``attach`` names the step's root process, nor after the root has exited.
+    the current instant; when the step is still (``_still``: no request in flight, and every
+    task of the tree and of the server asleep and off the CPU across two samples, none of
+    them in a timed wait whose deadline has come), it runs the world to the earliest
+    deadline, stopping at the first instant that answers a held wait, and moves the shared
+    clock there. Nothing moves before ``attach`` names the step's root process, nor after
+    the root has exited.
     """
 
     clock_name = "virtual"
@@ -309,7 +220,6 @@ class VirtualDriver(Driver):
         self.tree: ProcessTree | None = None
         self._now_ns = round(app.env.now * 1e9)
         self._stuck_since: float | None = None
-        self.moves = 0
         shared.move_to(self._now_ns)
 
     def attach(self, root_pid: int) -> None:
@@ -324,7 +234,7 @@ class VirtualDriver(Driver):
         """The platform clock now: the one the step's processes read."""
         return self.app.scenario.platform.epoch_ms + round(self._now_ns / 1e6)
 
-    def wall_bound(self, platform_s: float) -> float | None:
+    def wall_bound(self, platform_s: float) -> float:
         """A day: the world answers a held wait at its deadline, or at the loop's end; wall
         time says nothing of when that is (the step may compute for long with a wait held)."""
         return _WAIT_WALL_S
@@ -365,7 +275,7 @@ class VirtualDriver(Driver):
         if self._pause(SAMPLE_GAP_S):
             return None
         held = self._held()
-        if not self.traffic.idle(held):
+        if not self.traffic.idle():
             return None
         second = tree.sample() | sample_threads(self.traffic.threads)
         if shared.generation != gen or shared.waits() != waits:
@@ -413,7 +323,6 @@ class VirtualDriver(Driver):
                 env.run(until=target_s)
             now_ns = max(self._now_ns, target_ns)
         self._now_ns = now_ns
-        self.moves += 1
         self.shared.move_to(now_ns)
 
 

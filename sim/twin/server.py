@@ -32,8 +32,9 @@ from urllib.parse import parse_qs, unquote
 
 from platform_testbed.checks import flywait
 from platform_testbed.sim.twin import http1
-from platform_testbed.sim.twin.app import Answer, ApiError, WaitStarted
+from platform_testbed.sim.twin.app import Answer, ApiError, Held, WaitStarted
 from platform_testbed.sim.twin.clock import Driver
+from platform_testbed.sim.twin.faults import CLOSED, request_kind
 
 __all__ = ["HOST", "NONCE_HEADER", "Limits", "Request", "TwinServer", "process_limits"]
 
@@ -121,6 +122,7 @@ class _ClientGone(Exception):
     """The client closed or reset its connection while its request was held."""
 
 
+_MAX_ERRORS = 100
 #: The status logged for a request whose client went away before its answer (nginx's 499).
 CLIENT_GONE = 499
 #: How often the held requests' clients are looked at, all in one pass (wall s): a client
@@ -206,6 +208,9 @@ class TwinServer:
         #: Each held request's "client gone" future and the test that sets it (``_sweep``).
         self._held: dict[asyncio.Future[None], Callable[[], bool]] = {}
         self._stop: asyncio.Event | None = None
+        #: What went wrong in the loop itself (an accept the system refused, a bug of the
+        #: door's), one line each, at most ``_MAX_ERRORS``: never printed as a traceback.
+        self.errors: list[str] = []
         self._shutdown: asyncio.Future[None] | None = None
 
     @property
@@ -251,7 +256,15 @@ class TwinServer:
             loop.close()
             self._sock.close()
 
+    def _loop_error(self, _loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        # asyncio reports an accept() out of descriptors here (and pauses accepting for a
+        # second), through the logging module's last resort: a traceback on stderr.
+        if len(self.errors) < _MAX_ERRORS:
+            error = context.get("exception")
+            self.errors.append(str(context.get("message", "")) + (f" ({error})" if error else ""))
+
     async def _serve(self) -> None:
+        self._loop.set_exception_handler(self._loop_error)
         self._stop = asyncio.Event()
         self._shutdown = self._loop.create_future()
         # asyncio sets TCP_NODELAY on every TCP connection: with one write per answer,
@@ -303,6 +316,9 @@ class TwinServer:
             await self._converse(reader, writer, task)
         except (asyncio.CancelledError, ConnectionError, OSError, TimeoutError, _ClientGone):
             pass  # the client went away, was too slow, or the server is closing: nothing to say
+        except Exception as error:  # a bug of the door's: kept as a line, never a traceback
+            if len(self.errors) < _MAX_ERRORS:
+                self.errors.append(f"{type(error).__name__}: {error}"[:300])
         finally:
             del self._connections[task]
             writer.transport.abort()
@@ -332,6 +348,8 @@ class TwinServer:
                 return reader.at_eof() or writer.transport.is_closing()
 
             status, body = await self._respond(head, raw, gone)
+            if status == CLOSED:  # the API's own fault ([api]): cut, unanswered
+                return
             close = not head.keep_alive or (self._shutdown is not None and self._shutdown.done())
             await self._send(writer, self._encode(status, body, head.method, close=close))
             if close:
@@ -347,8 +365,8 @@ class TwinServer:
         data = b"" if status == 204 or body is None else json.dumps(body, separators=(",", ":")).encode()
         headers = [("Content-Type", "application/json; charset=utf-8"),
                    (REQUEST_ID_HEADER, f"testbed-{next(self._ids):08d}")]
-        if status == 429:
-            headers.append(("Retry-After", "1"))
+        if status == 429:  # 1 unless the scenario's [api] says otherwise
+            headers.append(("Retry-After", str(self.driver.app.faults.table.retry_after_s)))
         if close:
             headers.append(("Connection", "close"))
         return http1.response(status, data, headers, head_only=method == "HEAD")
@@ -402,8 +420,19 @@ class TwinServer:
                            machines="/machines" in path)
         if call is None:
             return _fail(405, f"{head.method} {path} is not served by the testbed's Machines API")
+        served = self.driver.app
+        latency_s = 0.0
+        if served.faults.active:
+            inner, kind = call, request_kind(head.method, machine_id, action)
+            timeout = self._wait_timeout(query) if kind == "wait" else 0
+            latency_s = served.faults.table.latency_s + served.faults.table.jitter_s
+
+            def call() -> Any:
+                return served.faulted(inner, kind, head.target, machine_id, timeout)
         if action != "wait":
             result = await self._call(call)
+            if isinstance(result, Held):
+                return await self._held_answer(result, latency_s, gone)
             assert isinstance(result, tuple)
             return result
         if self.held >= self.limits.held_waits:
@@ -411,12 +440,16 @@ class TwinServer:
         self.held += 1
         try:
             result = await self._call(call)
+            if isinstance(result, Held):
+                return await self._held_answer(result, self._wait_timeout(query) + latency_s, gone)
             if not isinstance(result, WaitStarted):
                 assert isinstance(result, tuple)
                 return result
             # The platform's timeout in wall seconds, and a margin for the loop: the world
-            # answers first (408), this bound only guards against a loop that has died.
-            timeout_s = self._wait_timeout(query) / self.driver.speed + 5.0
+            # answers first (408), this bound only guards against a loop that has died
+            # (``Driver.wall_bound``: on virtual time wall seconds say nothing of it; at most
+            # a day, as ``--speed 1e-12`` would make it 6e13 s).
+            timeout_s = min(self.driver.wall_bound(self._wait_timeout(query)), 86_400.0)
             try:
                 answer: Answer = await self._settled(result.future, timeout_s, gone)
             except TimeoutError:
@@ -425,6 +458,16 @@ class TwinServer:
             return answer
         finally:
             self.held -= 1
+
+    async def _held_answer(self, held: Held, platform_s: float, gone: Callable[[], bool]) -> Answer:
+        """A held answer (``[api]`` latency), once the world's clock reaches it (at most
+        ``platform_s`` on, and a margin: the bound only guards against a loop that died)."""
+        timeout_s = min(platform_s / self.driver.speed + 5.0, 86_400.0)
+        try:
+            answer: Answer = await self._settled(held.future, timeout_s, gone)
+        except TimeoutError:
+            return _fail(503, "the simulated world did not answer in time")
+        return answer
 
     async def _call(self, fn: Callable[[], Any]) -> Any:
         """``fn``'s result, run on the world's thread; 503 if the world cannot answer."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,10 +70,12 @@ class Session:
         if self.closed:
             return
         self.closed = True
-        self.server.close()
-        self.driver.stop()
-        if self.shared is not None:
-            self.shared.close()
+        try:
+            self.server.close()
+            self.driver.stop()
+        finally:
+            if self.shared is not None:
+                self.shared.close()  # whatever the server did: no file left in /dev/shm
         if finish:
             self.driver.finish()
 
@@ -190,8 +191,6 @@ def open_session(
         except BaseException:
             shared.close()  # no session owns it yet
             raise
-        if hasattr(server, "httpd"):
-            _gate(server, traffic)
     else:
         driver = Driver(app, speed=speed, clock=clock, wall0=wall0)
         server = TwinServer(driver, token or secrets.token_urlsafe(18), port)
@@ -204,43 +203,3 @@ def open_session(
         traffic.threads = (native,) if isinstance(native, int) else ()
     return Session(app, driver, server, server.token, speed, shared)
 
-
-def _gate(server: TwinServer, traffic: Traffic) -> None:
-    """Tell ``traffic`` each stage of every request the server takes (``Traffic``'s order).
-
-    The standard library's threaded server: its accept and its handler's request loop
-    (``handle_one_request``) are wrapped, so the server module stays as it is.
-    """
-    httpd = getattr(server, "httpd")  # noqa: B009 -- only the threaded server has one
-    traffic.listener = httpd.socket
-    base: Any = httpd.RequestHandlerClass
-
-    class Gated(base):  # type: ignore[misc]
-        def setup(self) -> None:
-            super().setup()
-            self._gated_fd = self.connection.fileno()
-            traffic.opened(self.connection)
-
-        def handle_one_request(self) -> None:
-            traffic.await_request(self.connection)
-            super().handle_one_request()
-
-        def finish(self) -> None:
-            try:
-                super().finish()
-            finally:
-                traffic.closed(self.connection, self._gated_fd)
-
-    httpd.RequestHandlerClass = Gated
-    accept = httpd.get_request
-
-    def get_request() -> tuple[socket.socket, Any]:
-        traffic.accept_begins()
-        try:
-            conn: tuple[socket.socket, Any] = accept()
-            return conn
-        except BaseException:
-            traffic.accept_failed()
-            raise
-
-    httpd.get_request = get_request

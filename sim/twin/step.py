@@ -198,7 +198,9 @@ class ProcessStep:
         assert status is not None
         if status < 0:
             return _with_stderr(f"was killed by signal {_signal_name(-status)}", ended.stderr_tail)
-        verdict = Verdict(status == 0, _reason(status, ended.stdout_tail), layer=self.mode)
+        # The reason: the last line on stdout, else the last on stderr (documented in --check-http's help).
+        verdict = Verdict(status == 0, _reason(status, ended.stdout_tail or ended.stderr_tail),
+                          layer=self.mode)
         try:
             return session.driver.call(lambda: self._hand_over(session, verdict))
         except RuntimeError:
