@@ -630,8 +630,9 @@ def compare(
     ``budget`` is what every check is driven under (``sim.checkload.budget``).
     Each of ``steps`` gives one more row per seed, after the checks', on the same truth.
     ``with_readings``: a check with unknowns that decide its verdict (``READINGS``) is also
-    run under every combination of them, in the seeds whose results come back here (not
-    in a runner's summary-only tallies); the comparison says what each verdict depends on.
+    run under every combination of them when the runs are kept (``keep_runs``: a summary
+    alone, whether its seeds ran here or on a runner, has none, so the two are the same);
+    the comparison says what each verdict depends on.
     ``runner`` runs the checks' worlds elsewhere (a pool: ``sim.sweep.seeds``, which hands
     the budget on); the results, or for a summary alone (``keep_runs=False``, no callback,
     no step) each task's ``SeedTally``, are folded here in seed order either way, so the
@@ -660,7 +661,7 @@ def compare(
         readings = MappingProxyType({
             name: reading_runs(scenario, seed, by_name[name], result, budget)
             for result in results if (name := result.check) in READINGS and name in by_name
-        }) if with_readings else MappingProxyType({})
+        }) if with_readings and keep_runs else MappingProxyType({})
         for name, variants in readings.items():
             for variant in variants:
                 reading_counts.setdefault(name, {}).setdefault(variant.values, []).append(
