@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from platform_testbed.sim.vtime import SharedClock, Unavailable, library_path
+from platform_testbed.sim.vtime import PortProbe, SharedClock, Unavailable, library_path
 from platform_testbed.sim.vtime import build as vbuild
 
 pytestmark = [
@@ -160,3 +161,28 @@ def test_the_library_is_built_once_per_source(tmp_path: Path, monkeypatch: pytes
     assert first.parent == tmp_path
     monkeypatch.setenv("CC", "/bin/false")  # a rebuild would fail
     assert library_path() == first
+
+
+@pytest.mark.parametrize("netlink", [True, False], ids=["sock_diag", "own-descriptors"])
+def test_the_port_probe_sees_what_is_in_flight(netlink: bool) -> None:
+    """A connection not yet accepted and bytes not yet read (either way) are in flight; else quiet."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(5)
+        probe = PortProbe(server.getsockname()[1])
+        probe._netlink = netlink
+        assert probe.quiet()
+        with socket.create_connection(server.getsockname()) as client:
+            assert not probe.quiet()  # in the listen queue
+            accepted, _ = server.accept()
+            with accepted:
+                assert probe.quiet()
+                client.sendall(b"GET")
+                assert not probe.quiet()  # the request unread by the server
+                accepted.recv(3)
+                assert probe.quiet()
+                accepted.sendall(b"200")
+                if netlink:  # the answer unread by the client: only the kernel's table shows it
+                    assert not probe.quiet()
+                client.recv(3)
+                assert probe.quiet()

@@ -272,8 +272,8 @@ class VirtualDriver(Driver):
         shared = self.shared
         gen, waits = shared.generation, shared.waits()
         first = tree.sample() | sample_threads(self.traffic.threads)
-        if self._pause(SAMPLE_GAP_S):
-            return None
+        if self._pause(SAMPLE_GAP_S) or any(state in "RD" for state, _ran in first.values()):
+            return None  # a call came, or a task computes: no need to read the rest
         held = self._held()
         if not self.traffic.idle():
             return None
