@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python benchmarks/bench_sharing.py`` (about a minute). For each list of
 checks, three ways run interleaved on the same fresh seeds, pair after pair (the order
 turned every pair): a world per check (``share=False``), shared worlds (``share=True``)
-and the choice ``run_checks`` makes by default (``share=None``). Process time, not wall
+and ``run_checks``' default (``share=None``: the same as True since issue 33, where a
+world is copied at the divergence instead of simulated again). Process time, not wall
 time (this process's own CPU: less moved by other users' load); the median of the pairs'
 ratios over the world-per-check way, with the quartiles, and the worlds a seed takes
 when shared.

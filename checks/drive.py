@@ -103,7 +103,9 @@ def _update(step: Update, updates: bool) -> Update:
     return step
 
 
-_ABSENT = object()
+class _Absent:
+    """A field the result does not have: the class itself is the marker (nothing mutable
+    at module level, and no value a user's object can hold is this class by accident)."""
 
 
 def _same_shape(step: object) -> Verdict | Wait:
@@ -112,12 +114,12 @@ def _same_shape(step: object) -> Verdict | Wait:
     ``checks``, has classes of its own). Anything else: ``CheckFailed`` naming both
     modules and the import that gives this driver's classes."""
     try:
-        ok, reason = getattr(step, "ok", _ABSENT), getattr(step, "reason", _ABSENT)
-        if ok is not _ABSENT and reason is not _ABSENT:
+        ok, reason = getattr(step, "ok", _Absent), getattr(step, "reason", _Absent)
+        if ok is not _Absent and reason is not _Absent:
             return Verdict(cast(bool, ok), cast(str, reason), getattr(step, "machine", None),
                            getattr(step, "layer", "") or "", getattr(step, "judged", True))
-        seconds = getattr(step, "seconds", _ABSENT)
-        if seconds is not _ABSENT and not isinstance(step, int | float | str | bytes):
+        seconds = getattr(step, "seconds", _Absent)
+        if seconds is not _Absent and not isinstance(step, int | float | str | bytes):
             return Wait(cast(float, seconds))
     except Interrupt:
         raise

@@ -385,9 +385,11 @@ def decide(kind: str, machines: Sequence[History], publish_ms: int, cap: int, *,
 #    this at-publish flow, a driver's that cannot update, does not).
 # 3. ``warnAboutIncorrectListenAddress`` (l.1316-1383), for the first launched machine of
 #    the process group to get there only: it returns at once when the machine is
-#    listening, otherwise after ``listen_wait_s``. Not public, assumed as
-#    docs/fidelity.md does: a started machine listens, one not started does not; the
-#    state is read when the wait begins.
+#    listening or when ``GetProcesses`` fails, otherwise after ``listen_wait_s``. Not
+#    public, read as docs/fidelity.md does: a started machine listens; on one not started
+#    the call fails (``listen_wait_s`` 0, the default: flyctl's code path) or answers no
+#    listener (15 s, the check's ``listen_reading = "no-listener"``); the state is read
+#    when the wait begins.
 # 4. ``WaitForSmokeChecksToPass``: a ``window_s`` context from there, read at once and
 #    after each backoff (jitter off: jpillora's upper bounds, 0.5 s doubling to 2 s); a
 #    read passes on uptime over ``min_uptime_s`` and no constant restart, fails on a
@@ -452,7 +454,7 @@ def decide_flyctl(  # noqa: PLR0915 - one loop, step by step as flyctl's flow re
                   wait_timeout_s: float = 300.0,
                   wait_states: Sequence[str] = ("started", "stopped", "suspended"),
                   poll_s: float = 1.0, wait_reading: str = "long-poll",
-                  listen_wait_s: float = 15.0) -> Decision | None:
+                  listen_wait_s: float = 0.0) -> Decision | None:
     """flyctl-smoke's verdict, or None when its next look falls after ``horizon_ms``."""
     window, uptime = round(window_s * 1000), round(min_uptime_s * 1000)
     tick, listen = round(poll_s * 1000), round(listen_wait_s * 1000)
@@ -592,7 +594,7 @@ def decide_flyctl_rollout(  # noqa: PLR0915 - plan.go's passes, step by step
         horizon_ms: int, *, window_s: float = 10.0, min_uptime_s: float = 10.0,
         backoff_min_s: float = 0.5, backoff_max_s: float = 2.0, wait_timeout_s: float = 300.0,
         wait_states: Sequence[str] = ("started", "stopped", "suspended"), poll_s: float = 1.0,
-        wait_reading: str = "long-poll", listen_wait_s: float = 15.0,
+        wait_reading: str = "long-poll", listen_wait_s: float = 0.0,
         max_unavailable: float = 0.33, deploy_retries: int = 1,
         updates: dict[str, int] | None = None,
         draw: Callable[[str, int], float] | None = None) -> Decision | None:

@@ -211,7 +211,7 @@ ROOT = Path(__file__).resolve().parent.parent
     "from platform_testbed.sim.cli.parser import main; "
     "raise SystemExit(main(['hunt', '--check', 'count', '--budget', "
     "'5', '--out', 'found', '--no-progress']) != 1)",
-    "import sim.api; sim.api.hunt('count', budget=5)",
+    "from platform_testbed.sim import api; api.hunt('count', budget=5)",
 ])
 def test_a_hunt_leaves_no_hypothesis_folder_in_the_current_directory(tmp_path: Path, code: str) -> None:
     """`testbed hunt` and sim.api.hunt write nothing of hypothesis' into the user's folder."""

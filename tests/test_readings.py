@@ -97,3 +97,14 @@ def test_the_no_listener_variant_gives_the_other_reading_in_the_same_world():
     assert got.summary["flyctl-smoke-no-listener"].missed == 1
     (run,) = got.seeds
     assert set(run.readings) == {"flyctl-smoke"}  # the variant is a reading, not a new check
+
+
+def test_a_summary_carries_the_readings_on_one_process_and_on_a_pool():
+    """keep_runs=False over a sized range: the summary still carries the readings' counts
+    (test_compare_tally and the CLI's --summary on 1 and 2 workers check they are the same)."""
+    loaded = scenario.load("sept25-crash-loop")
+    got = compare(loaded, [FlyctlSmokeCheck()], range(3), keep_runs=False)
+    assert got.seeds == ()
+    counts = got.readings["flyctl-smoke"]
+    assert counts[("ps-fails", "restarts-so-far")].missed == 3
+    assert counts[("ps-fails", "counts-this-restart")].caught == 3

@@ -221,3 +221,13 @@ def test_the_unknowns_map_figures_where_the_checks_disagree(unknowns):
     assert _missed(unknowns, "timestamp", holds_a_cycle) == (_number(kept), _number(kept_of))
     assert _missed(unknowns, "timestamp", lambda r: not holds_a_cycle(r)) == (
         _number(short), _number(short_of))
+
+
+def test_the_headline_over_100_seeds(capsys):
+    """The front page's "count misses all N and timestamp catches all N" is what its command gives."""
+    misses, catches = _quoted(r"count misses all (\d+) and timestamp catches all (\d+)")
+    main(["compare", "sept25-crash-loop", "--check", "count", "--check", "timestamp",
+          "--runs", "100", "--seed", "0", "--json"])
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert summary["count"]["missed"] == int(misses) == 100
+    assert summary["timestamp"]["caught"] == int(catches) == 100

@@ -22,7 +22,7 @@ from platform_testbed.sim.runtime.outputs import check_output, write_atomic
 from platform_testbed.sim.show.table import Table, command, fit, width, wrap
 
 #: The scenario's tables, in the order a scenario file is usually written.
-TABLES = ("platform", "previous", "release", "check", "publish", "reconciler", "traffic")
+TABLES = ("platform", "previous", "release", "check", "publish", "reconciler", "traffic", "api")
 
 
 #: The first line of every file a hunt writes (``scenario_toml``): how an earlier find is known.

@@ -11,7 +11,7 @@ import functools
 import itertools
 import operator
 from array import array
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
@@ -247,25 +247,37 @@ def _with_reading(scenario: Scenario, check: Check, key: str, value: str) -> tup
     return scenario.model_copy(update={table: section.model_copy(update={name: value})}), check
 
 
-def reading_runs(scenario: Scenario, seed: int, check: Check, own: RunResult,
+def reading_runs(scenario: Scenario, seed: int, check: Check, own: RunResult | Outcome,
                  budget: CheckBudget = DEFAULT_CHECK_BUDGET) -> tuple[ReadingRun, ...]:
-    """``check`` in ``seed``'s world under every combination of its readings (``own`` is the
-    run's own); the ground truth is the run's, which no reading changes."""
+    """``check`` in ``seed``'s world under every combination of its readings.
+
+    ``own`` is the run's own result (its ground truth is reused: no reading changes it), or
+    only its outcome (a pool's tally: each other combination finds the same truth itself).
+    """
     readings = READINGS.get(check_name(check), ())
     if not readings or any("." not in r.key and not hasattr(check, r.key) for r in readings):
         return ()  # none, or a check of that name without the options (a user's)
     mine = tuple(_own_value(scenario, check, r.key) for r in readings)
+    bad = own.bad if isinstance(own, RunResult) else None
     runs = []
     for values in itertools.product(*(r.values for r in readings)):
         if values == mine:
-            result = own
-        else:
-            world, variant = scenario, check
-            for reading, value in zip(readings, values, strict=True):
-                world, variant = _with_reading(world, variant, reading.key, value)
-            result = run_one(world, seed, variant, bad=own.bad, budget=budget)
-        runs.append(ReadingRun(values, result.outcome, verdict_word(result), values == mine))
+            if isinstance(own, RunResult):
+                runs.append(ReadingRun(values, own.outcome, verdict_word(own), True))
+            else:
+                runs.append(ReadingRun(values, own, None, True))
+            continue
+        world, variant = scenario, check
+        for reading, value in zip(readings, values, strict=True):
+            world, variant = _with_reading(world, variant, reading.key, value)
+        result = run_one(world, seed, variant, bad=bad, budget=budget)
+        runs.append(ReadingRun(values, result.outcome, verdict_word(result), False))
     return tuple(runs)
+
+
+#: A summary (runs not kept) carries the readings' counts up to this many seeds: each seed
+#: runs the check three more times, in this process, whether the seeds ran here or on a pool.
+READINGS_MAX_SEEDS = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -607,6 +619,53 @@ def _misses(seeds: Sequence[int], at: int, name: str, expected: Outcome,
             for i, c in enumerate(outcomes) if c != code]
 
 
+class _ReadingTally:
+    """compare's counts of each check's outcomes under each combination of its readings."""
+
+    def __init__(self, scenario: Scenario, checks: Sequence[Check], seeds: Iterable[int],
+                 wanted: bool, budget: CheckBudget) -> None:
+        self.scenario, self.budget, self.wanted = scenario, budget, wanted
+        self.by_name = {check_name(c): c for c in checks if check_name(c) in READINGS}
+        # For kept runs, and for a summary of a known number of seeds up to the limit.
+        many = len(seeds) if isinstance(seeds, Sized) else READINGS_MAX_SEEDS + 1
+        self.summary_too = many <= READINGS_MAX_SEEDS
+        self.counts: dict[str, dict[tuple[str, ...], list[Outcome]]] = {}
+
+    def seed(self, seed: int, results: Sequence[RunResult], kept: bool
+             ) -> Mapping[str, tuple[ReadingRun, ...]]:
+        """One seed's results under each reading (counted), when wanted."""
+        if not (self.wanted and (kept or self.summary_too)):
+            return MappingProxyType({})
+        found = MappingProxyType({
+            r.check: reading_runs(self.scenario, seed, self.by_name[r.check], r, self.budget)
+            for r in results if r.check in self.by_name})
+        self._count(found)
+        return found
+
+    def batch(self, batch: SeedTally) -> None:
+        """A tally's seeds under each reading, from the outcomes the tally carries."""
+        if not (self.wanted and self.summary_too):
+            return
+        for at, seed in enumerate(batch.seeds):
+            self._count({name: reading_runs(self.scenario, seed, self.by_name[name],
+                                            _OUTCOME_OF[tally.outcomes[at]], self.budget)
+                         for name, tally in zip(batch.names, batch.checks, strict=True)
+                         if name in self.by_name})
+
+    def _count(self, readings: Mapping[str, Sequence[ReadingRun]]) -> None:
+        for name, variants in readings.items():
+            for variant in variants:
+                self.counts.setdefault(name, {}).setdefault(variant.values, []).append(
+                    variant.outcome)
+
+    def summary(self) -> Mapping[str, Mapping[tuple[str, ...], OutcomeCounts]]:
+        """Per check and combination, the outcome counts."""
+        return MappingProxyType({
+            name: MappingProxyType({values: OutcomeCounts().folded(
+                bytes(_OUTCOME_AT[o] for o in outcomes)) for values, outcomes in per.items()})
+            for name, per in self.counts.items()})
+
+
 def compare(
     scenario: Scenario,
     checks: Sequence[Check],
@@ -630,8 +689,9 @@ def compare(
     ``budget`` is what every check is driven under (``sim.checkload.budget``).
     Each of ``steps`` gives one more row per seed, after the checks', on the same truth.
     ``with_readings``: a check with unknowns that decide its verdict (``READINGS``) is also
-    run under every combination of them, in the seeds whose results come back here (not
-    in a runner's summary-only tallies); the comparison says what each verdict depends on.
+    run under every combination of them, in this process, when the runs are kept or the
+    seeds are a sized collection of at most ``READINGS_MAX_SEEDS`` (the same counts whether
+    they ran here or on a runner); the comparison says what each verdict depends on.
     ``runner`` runs the checks' worlds elsewhere (a pool: ``sim.sweep.seeds``, which hands
     the budget on); the results, or for a summary alone (``keep_runs=False``, no callback,
     no step) each task's ``SeedTally``, are folded here in seed order either way, so the
@@ -642,8 +702,7 @@ def compare(
         raise ValueError(f"two checks share a name: {', '.join(names)}")
     counts = dict.fromkeys(names, OutcomeCounts())
     stats = dict.fromkeys(names, CheckStats())
-    by_name = {check_name(c): c for c in checks}
-    reading_counts: dict[str, dict[tuple[str, ...], list[Outcome]]] = {}
+    readings_tally = _ReadingTally(scenario, checks, seeds, with_readings, budget)
     runs = []
     failures = []
     first_seed: int | None = None
@@ -657,14 +716,7 @@ def compare(
         last_seed = seed
         results = tuple(given)
         bad = results[0].bad if results else ground_truth(scenario, seed)
-        readings = MappingProxyType({
-            name: reading_runs(scenario, seed, by_name[name], result, budget)
-            for result in results if (name := result.check) in READINGS and name in by_name
-        }) if with_readings else MappingProxyType({})
-        for name, variants in readings.items():
-            for variant in variants:
-                reading_counts.setdefault(name, {}).setdefault(variant.values, []).append(
-                    variant.outcome)
+        readings = readings_tally.seed(seed, results, keep_runs)
         results += tuple(step(scenario, seed, bad) for step in steps)
         for result in results:
             if on_result is not None:
@@ -692,6 +744,7 @@ def compare(
         first_seed = batch.seeds[0] if first_seed is None else first_seed
         last_seed = batch.seeds[-1]
         failures.extend(_fold(batch, counts, stats, scenario.expect))
+        readings_tally.batch(batch)  # the same counts as ``take`` gives a seed run here
 
     if runner is None or not checks:
         for seed in seeds:
@@ -718,8 +771,5 @@ def compare(
         runs_count=total,
         truth=scenario.truth,
         truth_window_s=scenario.truth_window_s,
-        readings=MappingProxyType({
-            name: MappingProxyType({values: OutcomeCounts().folded(
-                bytes(_OUTCOME_AT[o] for o in outcomes)) for values, outcomes in per.items()})
-            for name, per in reading_counts.items()}),
+        readings=readings_tally.summary(),
     )

@@ -461,8 +461,8 @@ class TwinServer:
 
     async def _held_answer(self, held: Held, platform_s: float, gone: Callable[[], bool]) -> Answer:
         """A held answer (``[api]`` latency), once the world's clock reaches it (at most
-        ``platform_s`` on, and a margin: the bound only guards against a loop that died)."""
-        timeout_s = min(platform_s / self.driver.speed + 5.0, 86_400.0)
+        ``platform_s`` on: ``Driver.wall_bound``, which only guards against a loop that died)."""
+        timeout_s = min(self.driver.wall_bound(platform_s), 86_400.0)
         try:
             answer: Answer = await self._settled(held.future, timeout_s, gone)
         except TimeoutError:
