@@ -186,3 +186,24 @@ def test_the_port_probe_sees_what_is_in_flight(netlink: bool) -> None:
                     assert not probe.quiet()
                 client.recv(3)
                 assert probe.quiet()
+
+
+def test_a_dead_sessions_file_is_swept_by_the_next(tmp_path: Path) -> None:
+    """A file left by a session whose process died (SIGKILL) goes when the next one opens."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    probe = SharedClock(realtime_base_ns=0, monotonic_base_ns=0)
+    folder = probe.path.parent
+    probe.close()
+    left = folder / f"testbed-vtime-{dead}-leftover"
+    left.write_bytes(b"")
+    alive = folder / f"testbed-vtime-{os.getpid()}-mine"
+    alive.write_bytes(b"")
+    clock = SharedClock(realtime_base_ns=0, monotonic_base_ns=0)
+    try:
+        assert not left.exists()
+        assert alive.exists()  # this process lives: its files stay
+        assert clock.path.name.startswith(f"testbed-vtime-{os.getpid()}-")
+    finally:
+        clock.close()
+        alive.unlink()

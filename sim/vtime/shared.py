@@ -36,6 +36,18 @@ _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True
 Wait = tuple[int, int, int]  # (tid, seq, deadline ns)
 
 
+_PREFIX = "testbed-vtime-"
+
+
+def _sweep_orphans(folder: Path) -> None:
+    """Remove the files of sessions whose process is gone (killed before it could)."""
+    for path in folder.glob(f"{_PREFIX}*-*"):
+        pid = path.name.removeprefix(_PREFIX).split("-", 1)[0]
+        if pid.isdecimal() and not Path(f"/proc/{pid}").exists():
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
 def _folder() -> str | None:
     shm = Path("/dev/shm")
     return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
@@ -59,7 +71,10 @@ class SharedClock:
     """One step's shared file: create it, move the clock, read the waits, remove it."""
 
     def __init__(self, *, realtime_base_ns: int, monotonic_base_ns: int, now_ns: int = 0) -> None:
-        fd, name = tempfile.mkstemp(prefix="testbed-vtime-", dir=_folder())
+        folder = _folder()
+        _sweep_orphans(Path(folder or tempfile.gettempdir()))
+        # The creator's pid in the name: a file whose creator died (SIGKILL) is swept later.
+        fd, name = tempfile.mkstemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=folder)
         self.path = Path(name)
         try:
             os.ftruncate(fd, SIZE)
