@@ -43,7 +43,6 @@ sweep's features (``twin_covers`` refuses any other world).
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import heapq
 import itertools
@@ -787,22 +786,9 @@ def _sweep_worlds(sweep: Sweep, count: int) -> list[int]:
     return [rng.randrange(sweep.units) for _ in range(count)]
 
 
-def twin_sweep() -> Sweep:
-    """The shipped crash-period sweep on the event profile the bare twin writes.
-
-    sept25-crash-loop moved to ``fly-exit-start`` (issue 30); the twin writes
-    ``fly-restart-start``'s three events a crash, so the bench pins that profile: the
-    comparison is of like with like, whichever profile the shipped base has.
-    """
-    sweep = load_sweep(ROOT / "scenarios" / "sweeps" / "crash_period_vs_look_delay.toml")
-    base = dict(sweep.base)
-    base["platform"] = dict(base.get("platform", {})) | {"events": "fly-restart-start"}
-    return dataclasses.replace(sweep, base=base)
-
-
 def bench_sweep_world(pairs: int = 25, per_pair: int = 40) -> None:
     """A sweep world with its checks (as the sweep runs it) vs its bare twin's rows."""
-    sweep = twin_sweep()
+    sweep = load_sweep(ROOT / "scenarios" / "sweeps" / "crash_period_vs_look_delay.toml")
     units = _sweep_worlds(sweep, pairs * per_pair)
     # The two do the same work, provably: the twin's rows (verdicts, decided times,
     # rollback, late failure, ground truth, traffic counts) equal the model's for every

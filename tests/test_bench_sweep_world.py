@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from platform_testbed.sim.publish.world import ground_truth
+from platform_testbed.sim.sweep import load_sweep
 from platform_testbed.sim.sweep.file import validation_env
 from platform_testbed.sim.sweep.units import unit_rows
 
@@ -35,8 +36,7 @@ def _bench() -> ModuleType:
 
 
 BENCH = _bench()
-#: The shipped crash-period sweep on the profile the twin writes (``bench_core.twin_sweep``).
-SWEEP = BENCH.twin_sweep()
+SWEEP = load_sweep(ROOT / "scenarios" / "sweeps" / "crash_period_vs_look_delay.toml")
 
 
 @given(st.integers(0, SWEEP.units - 1))
