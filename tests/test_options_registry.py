@@ -25,7 +25,8 @@ NOT_OPTIONS = {"TESTBED_CHECK_PROCESS", "TESTBED_VTIME_SHM"}  # the second: vtim
 PENDING = {"TESTBED_VTIME_CACHE": "sim/vtime/build.py"}
 #: Defaults still stated beside the registry in another helper's file, each to be read from
 #: the registry by its owner (the report says so); held equal here meanwhile.
-KNOWN = {("sim/twin/step.py", "timeout_s"): "http_timeout_s"}
+#: Copies of a registry value held outside it (none left: step.py reads http_timeout_s).
+KNOWN: dict[tuple[str, str], str] = {}
 #: Names that share an entry's words and value but are another thing: compare --json lists
 #: runs inline up to 10 (not --runs' default on checks).
 OTHER = {("sim/cli/compareopts.py", "INLINE_RUNS")}
@@ -137,7 +138,7 @@ def test_the_known_copies_and_the_vendored_driver_agree_with_the_registry():
 
     assert OPTIONS["max_looks"].default == MAX_LOOKS
     default = ProcessStep.__dataclass_fields__["timeout_s"].default
-    assert default == OPTIONS[KNOWN["sim/twin/step.py", "timeout_s"]].default
+    assert default == OPTIONS["http_timeout_s"].default
 
 
 def test_variables_and_flags_are_named_only_in_the_registry():

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import IO, Literal
 
 from platform_testbed.checks import Look, Verdict
+from platform_testbed.sim.config import options
 from platform_testbed.sim.config.scenario import Scenario
 from platform_testbed.sim.publish import world as worlds
 from platform_testbed.sim.publish.runresult import RecordedLook, RunResult, result_in
@@ -97,7 +98,7 @@ class ProcessStep:
     mode: Mode
     argv: tuple[str, ...]
     name: str
-    timeout_s: float = 120.0
+    timeout_s: float = float(options.option("http_timeout_s").default or 0)
     speed: float = 1.0
     time_mode: TimeMode = "scaled"
     timings: list[StepTiming] = field(default_factory=list)
