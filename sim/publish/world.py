@@ -40,8 +40,9 @@ from platform_testbed.sim.publish.site import DOWN_STATES, Site
 __all__ = [
     "MachineTrace", "RecordedLook", "RunResult", "Trace", "World", "act", "after_roll", "build",
     "conclude", "cordon", "create_machine", "destroy_machine", "ground_truth", "hook_autostart",
-    "release_crashes", "release_serves", "roll", "run", "run_result", "simulate", "start",
-    "start_previous", "take_look", "uncordon", "update_machines", "watch_first_crash",
+    "put_image", "release_crashes", "release_serves", "restart_machine", "roll", "run",
+    "run_result", "simulate", "start", "start_machine", "start_previous", "stop_machine",
+    "take_look", "uncordon", "update_machines", "watch_first_crash",
 ]
 
 
@@ -248,11 +249,17 @@ def update_machines(world: World, machines: Sequence[Machine]) -> None:
     """Roll the release onto ``machines`` now: launch a new one, update the others."""
     start_stopped = world.scenario.publish.start_stopped
     for machine in machines:
-        if machine.state == "created":
-            machine.launch(world.release)
-        else:
-            machine.update(world.release, start=start_stopped)
+        put_image(machine, world.release, start_stopped)
     after_roll(world)
+
+
+def put_image(machine: Machine, image: Image, start: bool) -> None:
+    """Roll ``image`` onto one machine now (the publish's step, Machines_update): launch a
+    machine still ``created``, update the others (``start`` False: ``skip_launch``)."""
+    if machine.state == "created":
+        machine.launch(image)
+    else:
+        machine.update(image, start=start)
 
 
 def after_roll(world: World) -> None:
@@ -544,3 +551,21 @@ def cordon(world: World, machine: Machine) -> None:
 def uncordon(world: World, machine: Machine) -> None:
     """Lift ``machine``'s cordon (Machines_uncordon)."""
     world.cordoned.discard(machine.id)
+
+
+def start_machine(machine: Machine) -> None:
+    """Start a stopped machine that has an image (Machines_start): the model's ``wake``."""
+    if machine.state == "stopped" and machine.image is not None:
+        machine.wake()
+
+
+def stop_machine(machine: Machine) -> None:
+    """A requested stop of a machine on its way up or up (Machines_stop): ``sleep``."""
+    if machine.state in ("starting", "started"):
+        machine.sleep()
+
+
+def restart_machine(machine: Machine) -> None:
+    """Stop what runs, then start it again with the same image (Machines_restart)."""
+    stop_machine(machine)
+    start_machine(machine)

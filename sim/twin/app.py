@@ -286,10 +286,7 @@ class ServedApp:
     def _put_image(self, machine: Machine, image: Image, start: bool) -> None:
         """The publish's own step for one machine (sim.publish.world._publish): launch or update."""
         self._before_release(image)
-        if machine.state == "created":
-            machine.launch(image)
-        else:
-            machine.update(image, start=start)
+        worlds.put_image(machine, image, start)
         self._new_version(machine, image)
 
     def _before_release(self, image: Image) -> None:
@@ -462,8 +459,7 @@ class ServedApp:
         machine = self._machine(app, machine_id)
         self._hold(machine, nonce)
         previous = machine.state
-        if previous == "stopped" and machine.image is not None:
-            machine.wake()
+        worlds.start_machine(machine)
         # superfly/docs machines-resource "Start a Machine" response.
         return 200, {"previous_state": previous, "migrated": False, "new_host": ""}
 
@@ -471,18 +467,14 @@ class ServedApp:
         """``POST .../stop``: a requested stop of a machine on its way up or up (``sleep``)."""
         machine = self._machine(app, machine_id)
         self._hold(machine, nonce)
-        if machine.state in ("starting", "started"):
-            machine.sleep()
+        worlds.stop_machine(machine)
         return 200, {"ok": True}
 
     def restart(self, app: str, machine_id: str, nonce: str | None) -> Answer:
         """``POST .../restart``: stop what runs, then start it again with the same image."""
         machine = self._machine(app, machine_id)
         self._hold(machine, nonce)
-        if machine.state in ("starting", "started"):
-            machine.sleep()
-        if machine.state == "stopped" and machine.image is not None:
-            machine.wake()
+        worlds.restart_machine(machine)
         return 200, {"ok": True}
 
     def create(self, app: str, body: Any) -> Answer:
