@@ -204,7 +204,8 @@ def add_checks_parser(sub: Any) -> None:
     _limits_group(table, "checks", http=True)
     out = table.add_argument_group("outputs")
     out.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
-    out.add_argument("--markdown", action="store_true", help="print a Markdown table (the README's)")
+    out.add_argument("--markdown", action="store_true",
+                     help="print a Markdown table (as the docs' checks.md shows it)")
     add_junit_option(out)
     add_pool_options(table.add_argument_group("pool"), "checks")
     table.set_defaults(handler=_handler("commands", "cmd_checks"))
